@@ -1,0 +1,168 @@
+//! One client request's walk over the origins: which origin to try first,
+//! and after each failure whether to try the next one, hand the failed
+//! response to the client, or answer with an error of our own.
+
+use crate::classify::Failure;
+use crate::replay::{may_try_next, BodyPlan};
+
+/// What to do after an attempt failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AfterFailure {
+    /// Send the request to this origin (an index into the configured list).
+    TryOrigin(usize),
+    /// Retrying is not allowed: give the client the failed attempt's own
+    /// response (only ever for a `Failure::Status`).
+    PassThrough,
+    /// Answer with this status and one-line text; it names no origin URL.
+    GiveUp { status: u16, message: &'static str },
+}
+
+/// The state of one request's attempts.
+#[derive(Clone, Debug)]
+pub struct Attempts {
+    order: Vec<usize>,
+    next: usize,
+    method_is_replayable: bool,
+    body: BodyPlan,
+    all_timed_out: bool,
+    method: String,
+}
+
+impl Attempts {
+    /// `order` is the origins in the order to try them (see
+    /// `HealthMap::attempt_order`); it must not be empty.
+    pub fn new(order: Vec<usize>, method: &str, body: BodyPlan) -> Attempts {
+        Attempts {
+            order,
+            next: 0,
+            method_is_replayable: true,
+            body,
+            all_timed_out: true,
+            method: method.to_string(),
+        }
+    }
+
+    /// The first origin to try, or None if there are no origins.
+    pub fn first(&mut self) -> Option<usize> {
+        let first = self.order.first().copied();
+        if first.is_some() {
+            self.next = 1;
+        }
+        first
+    }
+
+    /// Decides what follows a failed attempt.
+    pub fn after_failure(&mut self, failure: Failure) -> AfterFailure {
+        self.all_timed_out &= failure == Failure::Timeout;
+        if !may_try_next(&self.method, self.body, failure) {
+            self.method_is_replayable = false;
+            return match failure {
+                Failure::Status(_) => AfterFailure::PassThrough,
+                Failure::Timeout => AfterFailure::GiveUp {
+                    status: 504,
+                    message: "the origin did not answer in time",
+                },
+                Failure::Refused | Failure::Network => AfterFailure::GiveUp {
+                    status: 502,
+                    message: "the origin could not be reached",
+                },
+            };
+        }
+        match self.order.get(self.next).copied() {
+            Some(origin) => {
+                self.next += 1;
+                AfterFailure::TryOrigin(origin)
+            }
+            None if self.all_timed_out => AfterFailure::GiveUp {
+                status: 504,
+                message: "no origin answered in time",
+            },
+            None => AfterFailure::GiveUp {
+                status: 502,
+                message: "no origin is available",
+            },
+        }
+    }
+
+    /// How many attempts have been started so far.
+    pub fn started(&self) -> usize {
+        self.next
+    }
+
+    /// False once a failure was not retried because of the method or body.
+    pub fn was_replayable(&self) -> bool {
+        self.method_is_replayable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn give_up(status: u16) -> impl Fn(&AfterFailure) -> bool {
+        move |a| matches!(a, AfterFailure::GiveUp { status: s, .. } if *s == status)
+    }
+
+    #[test]
+    fn get_walks_every_origin_then_gives_502() {
+        let mut a = Attempts::new(vec![0, 1, 2], "GET", BodyPlan::Empty);
+        assert_eq!(a.first(), Some(0));
+        assert_eq!(a.after_failure(Failure::Status(503)), AfterFailure::TryOrigin(1));
+        assert_eq!(a.after_failure(Failure::Timeout), AfterFailure::TryOrigin(2));
+        assert!(give_up(502)(&a.after_failure(Failure::Network)));
+        assert_eq!(a.started(), 3);
+    }
+
+    #[test]
+    fn all_timeouts_give_504() {
+        let mut a = Attempts::new(vec![1, 0], "GET", BodyPlan::Empty);
+        assert_eq!(a.first(), Some(1));
+        assert_eq!(a.after_failure(Failure::Timeout), AfterFailure::TryOrigin(0));
+        assert!(give_up(504)(&a.after_failure(Failure::Timeout)));
+    }
+
+    #[test]
+    fn post_gets_the_primarys_own_5xx() {
+        let mut a = Attempts::new(vec![0, 1], "POST", BodyPlan::Buffered);
+        a.first();
+        assert_eq!(a.after_failure(Failure::Status(500)), AfterFailure::PassThrough);
+        assert!(!a.was_replayable());
+    }
+
+    #[test]
+    fn post_timeout_is_504_without_replay() {
+        let mut a = Attempts::new(vec![0, 1], "POST", BodyPlan::Buffered);
+        a.first();
+        assert!(give_up(504)(&a.after_failure(Failure::Timeout)));
+        assert_eq!(a.started(), 1);
+    }
+
+    #[test]
+    fn post_moves_on_when_the_tunnel_is_down() {
+        let mut a = Attempts::new(vec![0, 1], "POST", BodyPlan::Buffered);
+        a.first();
+        assert_eq!(a.after_failure(Failure::Status(530)), AfterFailure::TryOrigin(1));
+        assert!(give_up(502)(&a.after_failure(Failure::Refused)));
+    }
+
+    #[test]
+    fn streamed_body_is_never_replayed() {
+        let mut a = Attempts::new(vec![0, 1], "PUT", BodyPlan::Streamed);
+        a.first();
+        assert!(give_up(502)(&a.after_failure(Failure::Refused)));
+        assert_eq!(a.started(), 1);
+    }
+
+    #[test]
+    fn single_origin() {
+        let mut a = Attempts::new(vec![0], "GET", BodyPlan::Empty);
+        assert_eq!(a.first(), Some(0));
+        assert!(give_up(502)(&a.after_failure(Failure::Status(502))));
+    }
+
+    #[test]
+    fn no_origins() {
+        let mut a = Attempts::new(vec![], "GET", BodyPlan::Empty);
+        assert_eq!(a.first(), None);
+    }
+}

@@ -1,0 +1,124 @@
+//! The JSON the Worker writes: one log line per health change and per failed
+//! attempt, and the status endpoint's document. Built here so the shell only
+//! prints strings, and so the format is tested.
+
+use serde_json::{json, Value};
+
+use crate::classify::Failure;
+use crate::config::WorkerConfig;
+use crate::health::{HealthMap, Transition};
+
+/// What was built into the deployed Worker.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildInfo<'a> {
+    pub version: &'a str,
+    pub revision: &'a str,
+}
+
+/// `{"event":"health",...}`: an origin's verdict flipped.
+pub fn health_change(config: &WorkerConfig, t: &Transition) -> String {
+    let origin = config.origins.get(t.origin).map_or("?", |o| o.name.as_str());
+    json!({
+        "event": "health",
+        "origin": origin,
+        "from": t.from.as_str(),
+        "to": t.to.as_str(),
+        "reason": t.reason,
+    })
+    .to_string()
+}
+
+/// `{"event":"attempt_failed",...}`: one attempt failed; `next` says what the
+/// Worker does about it.
+pub fn attempt_failed(config: &WorkerConfig, origin: usize, method: &str, failure: Failure, next: &str) -> String {
+    let name = config.origins.get(origin).map_or("?", |o| o.name.as_str());
+    json!({
+        "event": "attempt_failed",
+        "origin": name,
+        "method": method,
+        "failure": failure.label(),
+        "next": next,
+    })
+    .to_string()
+}
+
+/// `{"event":"config_error",...}`: logged once per isolate.
+pub fn config_error(problem: &str) -> String {
+    json!({ "event": "config_error", "error": problem }).to_string()
+}
+
+/// The status endpoint's body.
+pub fn status(config: &WorkerConfig, health: &HealthMap, build: BuildInfo<'_>, now_ms: u64) -> String {
+    let origins: Vec<Value> = config
+        .origins
+        .iter()
+        .zip(health.origins())
+        .enumerate()
+        .map(|(priority, (origin, h))| {
+            json!({
+                "name": origin.name,
+                "priority": priority,
+                "state": h.verdict().as_str(),
+                "good_streak": h.good_streak(),
+                "bad_streak": h.bad_streak(),
+                "last_error": h.last_error().map(Failure::label),
+                "last_change_ms": h.last_change_ms(),
+            })
+        })
+        .collect();
+    json!({
+        "version": build.version,
+        "revision": build.revision,
+        "now_ms": now_ms,
+        "attempt_timeout_ms": config.attempt_timeout_ms,
+        "health_interval_ms": config.health_interval_ms,
+        "health_rise": config.health_rise,
+        "origins": origins,
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> WorkerConfig {
+        WorkerConfig::from_vars(|k| {
+            (k == "ORIGINS").then(|| r#"[{"name":"primary","url":"https://a.example"},{"name":"replica","url":"https://b.example"}]"#.to_string())
+        })
+        .expect("valid")
+    }
+
+    #[test]
+    fn status_document() {
+        let c = config();
+        let mut h = HealthMap::new(2, 2, 1000);
+        h.record_failure(0, Failure::Status(530), 42);
+        let doc: Value = serde_json::from_str(&status(&c, &h, BuildInfo { version: "1.2.3", revision: "abc" }, 50))
+            .expect("json");
+        assert_eq!(doc["version"], "1.2.3");
+        assert_eq!(doc["revision"], "abc");
+        assert_eq!(doc["origins"][0]["name"], "primary");
+        assert_eq!(doc["origins"][0]["state"], "down");
+        assert_eq!(doc["origins"][0]["bad_streak"], 1);
+        assert_eq!(doc["origins"][0]["last_error"], "status 530");
+        assert_eq!(doc["origins"][0]["last_change_ms"], 42);
+        assert_eq!(doc["origins"][1]["state"], "up");
+        assert_eq!(doc["origins"][1]["last_error"], Value::Null);
+    }
+
+    #[test]
+    fn log_lines_are_json() {
+        let c = config();
+        let mut h = HealthMap::new(2, 2, 1000);
+        let t = h.record_failure(1, Failure::Timeout, 1).expect("flip");
+        let line: Value = serde_json::from_str(&health_change(&c, &t)).expect("json");
+        assert_eq!(line, json!({"event":"health","origin":"replica","from":"up","to":"down","reason":"timeout"}));
+        let line: Value =
+            serde_json::from_str(&attempt_failed(&c, 0, "GET", Failure::Refused, "try replica")).expect("json");
+        assert_eq!(line["failure"], "refused");
+        assert_eq!(line["next"], "try replica");
+        let line: Value = serde_json::from_str(&config_error("bad \"x\"")).expect("json");
+        assert_eq!(line["error"], "bad \"x\"");
+    }
+}

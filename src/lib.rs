@@ -1,0 +1,101 @@
+//! The edge Worker: a thin workers-rs shell around `failover-core`.
+//!
+//! Layout, in the order a request meets it:
+//! - [`isolate`]: the config (read once from `[vars]`) and the health map,
+//!   which live as long as the isolate does.
+//! - [`status`]: the token-protected status endpoint.
+//! - [`body`]: whether the request body is buffered for a replay or streamed once.
+//! - [`forward`]: one attempt against one origin, with its timeout.
+//! - [`respond`]: the headers added to a proxied response, and our own errors.
+//! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
+//!
+//! Nothing here may panic: a panic re-initialises the Wasm instance and wipes
+//! the health map, so every fallible call is handled.
+#![cfg(target_arch = "wasm32")]
+
+mod body;
+mod clock;
+mod forward;
+mod isolate;
+mod log;
+mod probe;
+mod respond;
+mod status;
+
+use std::rc::Rc;
+
+use failover_core::attempts::{AfterFailure, Attempts};
+use failover_core::target::upstream_url;
+use worker::{event, web_sys, Context, Env};
+
+use crate::forward::Outcome;
+use crate::isolate::{Isolate, Loaded};
+
+#[event(fetch)]
+async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
+    let isolate = match isolate::load(&env) {
+        Loaded::Ready(isolate) => isolate,
+        Loaded::Broken(problem) => return Ok(respond::plain(500, &problem)),
+    };
+    Ok(proxy(req, &isolate, &ctx).await)
+}
+
+async fn proxy(req: web_sys::Request, isolate: &Rc<Isolate>, ctx: &Context) -> web_sys::Response {
+    let config = &isolate.config;
+    let url = req.url();
+    if status::is_status_request(&req, &url, config) {
+        return status::answer(&req, isolate);
+    }
+    let now = clock::now_ms();
+    probe::start_due(ctx, isolate, now);
+
+    let method = req.method();
+    let body = match body::RequestBody::prepare(&req, config.replay_body_max_bytes).await {
+        Ok(body) => body,
+        Err(()) => return respond::plain(400, "the request body could not be read"),
+    };
+    let headers = req.headers();
+    let order = isolate.health.borrow().attempt_order();
+    let mut attempts = Attempts::new(order, &method, body.plan());
+    let Some(mut current) = attempts.first() else {
+        return respond::plain(502, "no origin is configured");
+    };
+    loop {
+        let Some(origin) = config.origins.get(current) else {
+            return respond::plain(502, "no origin is available");
+        };
+        let Some(target) = upstream_url(&origin.base, &url) else {
+            return respond::plain(400, "the request path is not allowed");
+        };
+        let failed = match forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms).await {
+            Outcome::Answer(res) => return respond::served_by(res, &origin.name, current != 0),
+            Outcome::Failed(failure, res) => (failure, res),
+        };
+        let (failure, failed_response) = failed;
+        if let Some(change) = isolate
+            .health
+            .borrow_mut()
+            .record_failure(current, failure, clock::now_ms())
+        {
+            log::line(&failover_core::report::health_change(config, &change));
+        }
+        let next = attempts.after_failure(failure);
+        log::attempt_failed(config, current, &method, failure, &next);
+        match next {
+            AfterFailure::TryOrigin(i) => {
+                forward::discard(failed_response);
+                current = i;
+            }
+            AfterFailure::PassThrough => {
+                return match failed_response {
+                    Some(res) => respond::served_by(res, &origin.name, current != 0),
+                    None => respond::plain(502, "the origin could not be reached"),
+                };
+            }
+            AfterFailure::GiveUp { status, message } => {
+                forward::discard(failed_response);
+                return respond::plain(status, message);
+            }
+        }
+    }
+}

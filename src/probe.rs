@@ -1,0 +1,49 @@
+//! Background probes of down origins. They run in `ctx.wait_until`, after
+//! the client has its response, never on its critical path; a probe is an
+//! attempt like any other, judged by the same classification.
+
+use std::rc::Rc;
+
+use failover_core::classify::{classify_status, Failure};
+use failover_core::report;
+use futures_util::future::join_all;
+use worker::Context;
+
+use crate::isolate::Isolate;
+use crate::{clock, forward, log};
+
+/// Starts the probes that are due, if any. Costs one pass over the map when
+/// none is.
+pub fn start_due(ctx: &Context, isolate: &Rc<Isolate>, now_ms: u64) {
+    if !isolate.health.borrow().probe_due(now_ms) {
+        return;
+    }
+    let due = isolate.health.borrow_mut().take_due_probes(now_ms);
+    let isolate = Rc::clone(isolate);
+    ctx.wait_until(async move {
+        join_all(due.into_iter().map(|origin| probe(Rc::clone(&isolate), origin))).await;
+    });
+}
+
+async fn probe(isolate: Rc<Isolate>, origin: usize) {
+    let Some(target) = isolate.config.origins.get(origin) else {
+        return;
+    };
+    let url = format!("{}{}", target.base, target.health_path);
+    let result: Option<Failure> =
+        match forward::send(&url, "GET", None, None, isolate.config.attempt_timeout_ms).await {
+            Ok(res) => {
+                let failure = classify_status(res.status());
+                forward::discard(Some(res));
+                failure
+            }
+            Err(failure) => Some(failure),
+        };
+    let change = isolate
+        .health
+        .borrow_mut()
+        .record_probe(origin, result, clock::now_ms());
+    if let Some(change) = change {
+        log::line(&report::health_change(&isolate.config, &change));
+    }
+}

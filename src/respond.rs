@@ -1,0 +1,42 @@
+//! What the client gets: the origin's response with `X-Served-By` (and
+//! `x-failover` when it is not the primary), or a one-line error of ours
+//! that never names an origin URL or address.
+
+use worker::wasm_bindgen::JsCast;
+use worker::web_sys;
+
+/// Re-wraps the origin's response so its headers can be changed. The body
+/// stream is handed over as is (never read into Wasm), and passing the
+/// response itself as the init keeps status, status text, headers and a
+/// WebSocket (101) attached.
+pub fn served_by(res: web_sys::Response, origin: &str, failed_over: bool) -> web_sys::Response {
+    let init: &web_sys::ResponseInit = res.unchecked_ref();
+    let Ok(out) = web_sys::Response::new_with_opt_readable_stream_and_init(res.body().as_ref(), init) else {
+        return plain(502, "the origin's response could not be forwarded");
+    };
+    let headers = out.headers();
+    // Headers of a freshly built response are mutable; if a runtime ever
+    // refuses, the response is still correct, just untagged.
+    let _ = headers.set("X-Served-By", origin);
+    if failed_over {
+        let _ = headers.set("x-failover", origin);
+    }
+    out
+}
+
+/// A plain-text answer of our own: one line, no caching.
+pub fn plain(status: u16, message: &str) -> web_sys::Response {
+    let init = web_sys::ResponseInit::new();
+    init.set_status(status);
+    if let Ok(headers) = web_sys::Headers::new() {
+        let _ = headers.set("content-type", "text/plain; charset=utf-8");
+        let _ = headers.set("cache-control", "no-store");
+        init.set_headers(headers.as_ref());
+    }
+    let body = format!("{message}\n");
+    // Only a status outside 200-599 makes this throw, and ours never are. The
+    // fallback is not a Response, so the runtime answers a bare 500: worse
+    // than ours, but no panic, so the health map survives.
+    web_sys::Response::new_with_opt_str_and_init(Some(&body), &init)
+        .unwrap_or_else(|_| worker::wasm_bindgen::JsValue::UNDEFINED.unchecked_into())
+}

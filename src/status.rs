@@ -1,0 +1,39 @@
+//! `GET STATUS_PATH` with `Authorization: Bearer <STATUS_TOKEN>`: the health
+//! map as JSON. Without a configured token the path is proxied like any other.
+
+use failover_core::config::WorkerConfig;
+use failover_core::report::{self, BuildInfo};
+use failover_core::secret::bearer_matches;
+use failover_core::target::path_and_query;
+use worker::web_sys;
+
+use crate::isolate::Isolate;
+use crate::respond::plain;
+
+const BUILD: BuildInfo<'static> = BuildInfo {
+    version: env!("CARGO_PKG_VERSION"),
+    revision: env!("FAILOVER_REVISION"),
+};
+
+pub fn is_status_request(req: &web_sys::Request, url: &str, config: &WorkerConfig) -> bool {
+    if config.status_token.is_none() {
+        return false;
+    }
+    let path = path_and_query(url);
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    path == config.status_path && matches!(req.method().as_str(), "GET" | "HEAD")
+}
+
+pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
+    let token = isolate.config.status_token.as_deref().unwrap_or("");
+    let presented = req.headers().get("authorization").ok().flatten();
+    if !bearer_matches(presented.as_deref(), token) {
+        let res = plain(401, "a valid bearer token is required");
+        let _ = res.headers().set("www-authenticate", "Bearer");
+        return res;
+    }
+    let body = report::status(&isolate.config, &isolate.health.borrow(), BUILD, crate::clock::now_ms());
+    let res = plain(200, &body);
+    let _ = res.headers().set("content-type", "application/json");
+    res
+}

@@ -1,0 +1,98 @@
+// A real HTTP origin on 127.0.0.1 with injectable faults. Every request is
+// recorded, so tests can prove what reached which origin (and what did not).
+import http from "node:http";
+import { createHash } from "node:crypto";
+import { WebSocketServer } from "ws";
+
+// Modes: "ok" echoes the request as JSON; a number answers with that status;
+// "hang" never answers; "cut" sends headers and half the body, then resets;
+// "slow" streams the body in chunks over ~600 ms.
+export async function startOrigin(name, { port = 0 } = {}) {
+  const origin = {
+    name,
+    mode: "ok",
+    requests: [],
+    server: null,
+    port,
+    get url() {
+      return `http://127.0.0.1:${this.port}`;
+    },
+    hits(path) {
+      return this.requests.filter((r) => path === undefined || r.path === path).length;
+    },
+    async stop() {
+      await new Promise((resolve) => {
+        this.server.closeAllConnections?.();
+        this.server.close(() => resolve());
+      });
+    },
+    async start() {
+      this.server = http.createServer((req, res) => handle(this, req, res));
+      const wss = new WebSocketServer({ noServer: true });
+      this.server.on("upgrade", (req, socket, head) => {
+        this.requests.push({ method: req.method, path: req.url, headers: req.headers, upgrade: true });
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          ws.on("message", (m) => ws.send(`${this.name}:${m}`));
+        });
+      });
+      await new Promise((resolve) => this.server.listen(this.port, "127.0.0.1", resolve));
+      this.port = this.server.address().port;
+      return this;
+    },
+  };
+  return origin.start();
+}
+
+function handle(origin, req, res) {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const body = Buffer.concat(chunks);
+    const record = {
+      method: req.method,
+      path: req.url,
+      host: req.headers.host,
+      headers: req.headers,
+      bodyLength: body.length,
+      bodySha: createHash("sha256").update(body).digest("hex"),
+    };
+    origin.requests.push(record);
+    respond(origin, record, res);
+  });
+}
+
+function respond(origin, record, res) {
+  const mode = origin.mode;
+  if (mode === "hang") return; // never answer; the Worker's timeout must fire
+  if (typeof mode === "number") {
+    res.writeHead(mode, { "content-type": "text/plain", "x-origin": origin.name });
+    res.end(`${origin.name} says ${mode}\n`);
+    return;
+  }
+  if (mode === "cut") {
+    res.writeHead(200, { "content-length": "100000", "x-origin": origin.name });
+    res.write("x".repeat(1000));
+    setTimeout(() => res.socket?.destroy(), 20);
+    return;
+  }
+  if (mode === "slow") {
+    // Not text/*: Miniflare's entry proxy would gzip (and so buffer) it.
+    res.writeHead(200, { "content-type": "application/octet-stream", "x-origin": origin.name });
+    let n = 0;
+    const timer = setInterval(() => {
+      res.write(`chunk ${n}\n`);
+      if (++n === 6) {
+        clearInterval(timer);
+        res.end();
+      }
+    }, 100);
+    return;
+  }
+  const echo = JSON.stringify({ origin: origin.name, ...record });
+  res.writeHead(200, {
+    "content-type": "application/json",
+    "x-origin": origin.name,
+    "set-cookie": ["a=1; Path=/", "b=2; Path=/"],
+  });
+  res.end(record.method === "HEAD" ? undefined : echo);
+}

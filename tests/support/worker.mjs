@@ -1,0 +1,66 @@
+// Runs the built Worker (build/index.js + build/index_bg.wasm, from
+// `make build`) in Miniflare's workerd, in front of real origins.
+import { Miniflare } from "miniflare";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+const build = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "build");
+
+export async function startWorker(bindings) {
+  const logs = [];
+  const mf = new Miniflare({
+    modules: [
+      { type: "ESModule", path: path.join(build, "index.js") },
+      { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
+    ],
+    modulesRoot: build,
+    compatibilityDate: "2026-08-01",
+    bindings,
+    handleRuntimeStdio(stdout, stderr) {
+      for (const stream of [stdout, stderr]) {
+        stream.setEncoding("utf8");
+        stream.on("data", (text) => logs.push(...text.split("\n").filter(Boolean)));
+      }
+    },
+  });
+  const url = (await mf.ready).toString().replace(/\/$/, "");
+  return {
+    mf,
+    url,
+    logs,
+    // JSON log lines the Worker printed, parsed.
+    events(kind) {
+      return logs
+        .map((line) => {
+          const at = line.indexOf("{");
+          try {
+            return at >= 0 ? JSON.parse(line.slice(at)) : null;
+          } catch {
+            return null;
+          }
+        })
+        .filter((e) => e && (kind === undefined || e.event === kind));
+    },
+    fetch(p, init) {
+      return fetch(url + p, { redirect: "manual", ...init });
+    },
+    dispose: () => mf.dispose(),
+  };
+}
+
+export function originsVar(...origins) {
+  return JSON.stringify(origins.map((o) => ({ name: o.name, url: o.url, health_path: "/health" })));
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Polls until fn() is truthy or the deadline passes (generous: CI is noisy).
+export async function eventually(fn, { timeoutMs = 10000, everyMs = 50 } = {}) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await sleep(everyMs);
+  }
+}
