@@ -11,9 +11,11 @@ build:
 	@$(TOOLCHAIN) && worker-build --release
 
 ## test: every test, native and in Miniflare
-test: build
+test: build lint
 	@$(TOOLCHAIN) && cargo test --workspace
 	@$(TOOLCHAIN) && node --test --test-concurrency=1 tests/*.test.mjs
+	@echo "==> make demo, unattended (proves the walkthrough still works)"
+	@$(TOOLCHAIN) && node scripts/demo.mjs < /dev/null > target/demo-run.log || { cat target/demo-run.log; exit 1; }
 
 ## lint: formatting and clippy, native and wasm32
 lint:
@@ -27,3 +29,11 @@ demo: build
 
 clean:
 	rm -rf build target/bench
+
+## bench: the Worker vs the JavaScript anchor in one workerd, same origin (see bench/)
+bench: build
+	@$(TOOLCHAIN) && bash bench/run.sh
+
+## gate: two real agents with fake connectors, timed end to end (see scripts/gate.sh)
+gate:
+	@bash scripts/gate.sh
