@@ -10,7 +10,8 @@
 //!   built), [`replay`] (whether a request may go to another origin),
 //!   [`classify`] (what counts as a failed attempt), [`attempts`] (one
 //!   request's walk over the origins), [`health`] (the isolate's origin
-//!   health map), [`report`] (log lines and the status document).
+//!   health map), [`shared`] (verdicts shared through the colo cache and the
+//!   global checker), [`report`] (log lines and the status document).
 //! - Agent side: [`node`] (standby takeover, stand-down, primary fail-back,
 //!   the maintenance flag).
 
@@ -22,5 +23,6 @@ pub mod node;
 pub mod replay;
 pub mod report;
 pub mod secret;
+pub mod shared;
 pub mod streak;
 pub mod target;

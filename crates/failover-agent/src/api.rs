@@ -1,0 +1,204 @@
+//! The HTTP API. `/health` and `/metrics` answer from memory and never call
+//! the peer: two agents asking each other "how are you" must not stall.
+//! `/connector/ready` ends at the local connector, never at another checker.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use failover_core::secret::bearer_matches;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpSocket};
+
+use crate::log;
+use crate::state::Shared;
+
+/// SO_REUSEADDR: a restarted agent must not crash-loop on EADDRINUSE while
+/// the previous socket sits in TIME_WAIT.
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(256)
+}
+
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let (stream, remote) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                log::warn(&format!("accept failed: {e}"));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let shared = Arc::clone(&shared);
+                async move { Ok::<_, Infallible>(route(&shared, request, remote).await) }
+            });
+            let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10))
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+type Answer = Response<Full<Bytes>>;
+
+fn answer(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Answer {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    if let Ok(value) = content_type.parse() {
+        response.headers_mut().insert(CONTENT_TYPE, value);
+    }
+    response
+}
+
+fn json(status: StatusCode, value: serde_json::Value) -> Answer {
+    answer(status, "application/json", value.to_string())
+}
+
+async fn route(shared: &Shared, request: Request<Incoming>, remote: SocketAddr) -> Answer {
+    let path = request.uri().path().to_string();
+    match (request.method(), path.as_str()) {
+        (&Method::GET, "/health") => health(shared),
+        (&Method::GET, "/metrics") => answer(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            crate::metrics::render(shared),
+        ),
+        (&Method::GET, "/connector/ready") => relay_ready(shared).await,
+        (&Method::POST, "/failover/start") | (&Method::POST, "/failover/stop") => {
+            let header = request
+                .headers()
+                .get(AUTHORIZATION)
+                .and_then(|v| v.to_str().ok());
+            if !bearer_matches(header, &shared.config.token) {
+                log::warn(&format!(
+                    "POST {path} from {} refused: missing or wrong bearer token",
+                    remote.ip()
+                ));
+                return json(
+                    StatusCode::UNAUTHORIZED,
+                    serde_json::json!({"error": "unauthorized"}),
+                );
+            }
+            failover(shared, path.ends_with("/start"), remote).await
+        }
+        (_, "/health" | "/metrics" | "/connector/ready" | "/failover/start" | "/failover/stop") => {
+            json(
+                StatusCode::METHOD_NOT_ALLOWED,
+                serde_json::json!({"error": "method not allowed"}),
+            )
+        }
+        _ => json(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({"error": "not found"}),
+        ),
+    }
+}
+
+fn health(shared: &Shared) -> Answer {
+    let s = shared.node().snapshot();
+    let connector = match s.local_running {
+        Some(true) => "running",
+        Some(false) => "stopped",
+        None => "unknown",
+    };
+    json(
+        StatusCode::OK,
+        serde_json::json!({
+            "status": "ok",
+            "role": s.role.as_str(),
+            "connector": connector,
+            "maintenance": s.maintenance,
+            "decision": s.last_decision.as_str(),
+            "why": s.last_why,
+            "takeovers": s.takeovers,
+            "standdowns": s.standdowns,
+            "failbacks": s.failbacks,
+            "drains": s.drains,
+            "peer_misses_in_a_row": s.peer_misses_in_a_row,
+            "peer_misses_total": s.peer_misses_total,
+            "egress_good_in_a_row": s.egress_good_in_a_row,
+            "failback_required": s.failback_required,
+            "uptime_seconds": shared.uptime_seconds().floor(),
+        }),
+    )
+}
+
+/// The local cloudflared's own `/ready`, status and body as they are.
+async fn relay_ready(shared: &Shared) -> Answer {
+    let started = Instant::now();
+    let result = shared
+        .client
+        .get(
+            &shared.config.connector_ready_url,
+            shared.config.probe_timeout,
+        )
+        .await;
+    shared.probes().relay_seconds = Some(started.elapsed().as_secs_f64());
+    match result {
+        Ok(r) => {
+            let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_GATEWAY);
+            answer(status, "application/json", r.body)
+        }
+        // The local address stays out of the answer; the asking peer logs
+        // the miss.
+        Err(_) => json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({"status": 503, "readyConnections": 0, "error": "local connector not answering"}),
+        ),
+    }
+}
+
+async fn failover(shared: &Shared, start: bool, remote: SocketAddr) -> Answer {
+    let (verb, doing) = if start {
+        ("start", "starting")
+    } else {
+        ("stop", "stopping")
+    };
+    log::notice(&format!(
+        "POST /failover/{verb} from {}: {doing} the local connector",
+        remote.ip()
+    ));
+    let _serialised = shared.actions.lock().await;
+    let result = if start {
+        shared.control.start().await
+    } else {
+        shared.control.stop().await
+    };
+    match result {
+        Ok(()) => {
+            if !start {
+                shared.node().peer_ordered_stop(shared.now_ms());
+            }
+            let state = if start { "running" } else { "stopped" };
+            log::info(&format!("local connector {state} on request"));
+            json(StatusCode::OK, serde_json::json!({"connector": state}))
+        }
+        Err(e) => {
+            log::error(&format!("POST /failover/{verb}: {e}"));
+            json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                serde_json::json!({"error": format!("{verb} failed")}),
+            )
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Outbound HTTP: one request per connection, `Connection: close`, a hard
+//! deadline on the whole exchange (connect, TLS, headers, body) so that a
+//! hung peer never stalls the monitor beyond one probe timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::body::Bytes;
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
+use tokio_rustls::TlsConnector;
+
+use crate::url::Url;
+
+/// A readiness answer is a few hundred bytes; anything larger is not one.
+const MAX_BODY: usize = 64 * 1024;
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub body: Bytes,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    tls: TlsConnector,
+}
+
+impl Client {
+    pub fn new() -> Result<Client, String> {
+        let roots = RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let config =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .map_err(|e| format!("TLS setup: {e}"))?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+        Ok(Client {
+            tls: TlsConnector::from(Arc::new(config)),
+        })
+    }
+
+    pub async fn get(&self, url: &Url, timeout: Duration) -> Result<Response, String> {
+        self.send("GET", url, None, timeout).await
+    }
+
+    pub async fn post(
+        &self,
+        url: &Url,
+        bearer: &str,
+        timeout: Duration,
+    ) -> Result<Response, String> {
+        self.send("POST", url, Some(bearer), timeout).await
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        url: &Url,
+        bearer: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Response, String> {
+        match tokio::time::timeout(timeout, self.exchange(method, url, bearer)).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+        }
+    }
+
+    async fn exchange(
+        &self,
+        method: &str,
+        url: &Url,
+        bearer: Option<&str>,
+    ) -> Result<Response, String> {
+        let tcp = TcpStream::connect((url.host.as_str(), url.port))
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        let _ = tcp.set_nodelay(true);
+        let mut request = Request::builder()
+            .method(method)
+            .uri(url.path.as_str())
+            .header("host", url.host_header())
+            .header("connection", "close")
+            .header(
+                "user-agent",
+                concat!("failover-agent/", env!("CARGO_PKG_VERSION")),
+            );
+        if let Some(token) = bearer {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = request
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| format!("request: {e}"))?;
+        if url.https {
+            let name =
+                ServerName::try_from(url.host.clone()).map_err(|e| format!("TLS name: {e}"))?;
+            let tls = self
+                .tls
+                .connect(name, tcp)
+                .await
+                .map_err(|e| format!("TLS: {e}"))?;
+            exchange_on(tls, request).await
+        } else {
+            exchange_on(tcp, request).await
+        }
+    }
+}
+
+async fn exchange_on<S>(stream: S, request: Request<Empty<Bytes>>) -> Result<Response, String>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    // The connection task ends with the exchange (Connection: close) or when
+    // the caller's deadline drops `sender`.
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("request: {e}"))?;
+    let status = response.status().as_u16();
+    let body = Limited::new(response.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| format!("body: {e}"))?
+        .to_bytes();
+    Ok(Response { status, body })
+}
+
+/// The optional TCP check: a connect to the tunnel edge on port 7844.
+pub async fn tcp_connect(addr: &str, timeout: Duration) -> Result<(), String> {
+    match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("connect {addr}: {e}")),
+        Err(_) => Err(format!(
+            "connect {addr}: timed out after {} ms",
+            timeout.as_millis()
+        )),
+    }
+}

@@ -1,0 +1,439 @@
+//! The TOML config, parsed once into typed values. Every error names the key,
+//! the bad value and what would be accepted; nothing is bound or started
+//! before the whole file is valid.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use failover_core::node::{Role, Timing};
+use toml::{Table, Value};
+
+use crate::url::Url;
+
+pub const DEFAULT_PATH: &str = "/etc/failover-agent/config.toml";
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:8790";
+pub const DEFAULT_FLAG: &str = "/var/lib/failover-agent/maintenance";
+pub const DEFAULT_UNIT: &str = "cloudflared.service";
+pub const DEFAULT_EGRESS_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
+
+#[derive(Debug)]
+pub struct ConfigError {
+    pub key: String,
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "config error: `{}`: {}", self.key, self.reason)
+    }
+}
+
+fn err(key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.to_string(),
+        reason: reason.into(),
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum ControlConfig {
+    Systemd {
+        unit: String,
+    },
+    Command {
+        start: String,
+        stop: String,
+        status: String,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub role: Role,
+    pub listen: SocketAddr,
+    pub token: String,
+    pub token_file: PathBuf,
+    pub maintenance_flag: PathBuf,
+    pub timing: Timing,
+    /// Bound on every outbound call: a hung peer costs at most this.
+    pub probe_timeout: Duration,
+    pub command_timeout: Duration,
+    /// The LOCAL cloudflared's `/ready` (its metrics endpoint).
+    pub connector_ready_url: Url,
+    pub control: ControlConfig,
+    /// The peer agent; `/connector/ready` and `/failover/stop` live there.
+    pub peer_agent_url: Url,
+    /// Optional: the peer cloudflared's `/ready`, reachable directly.
+    pub peer_connector_ready_url: Option<Url>,
+    pub egress_url: Url,
+    pub egress_tcp: Option<String>,
+}
+
+impl Config {
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_millis(self.timing.poll_interval_ms)
+    }
+
+    pub fn failback_interval(&self) -> Duration {
+        Duration::from_millis(self.timing.failback_interval_ms)
+    }
+
+    pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| err("--config", format!("cannot read {}: {e}", path.display())))?;
+        Config::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let root: Table = text.parse().map_err(|e: toml::de::Error| {
+            err("(file)", format!("not valid TOML: {}", e.message()))
+        })?;
+        let top = Section::new("", &root);
+        top.only(&[
+            "role",
+            "listen",
+            "token_file",
+            "maintenance_flag",
+            "poll_interval",
+            "takeover_after",
+            "standdown_after",
+            "failback_interval",
+            "failback_after",
+            "probe_timeout",
+            "connector",
+            "peer",
+            "egress",
+        ])?;
+        let role = match top.string("role")?.as_deref() {
+            Some("primary") => Role::Primary,
+            Some("standby") => Role::Standby,
+            Some(other) => {
+                return Err(err(
+                    "role",
+                    format!("{other:?} is not a role; use \"primary\" or \"standby\""),
+                ))
+            }
+            None => return Err(err("role", "missing; use \"primary\" or \"standby\"")),
+        };
+        let listen_text = top
+            .string("listen")?
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+        let listen = listen_text.parse::<SocketAddr>().map_err(|_| {
+            err(
+                "listen",
+                format!("{listen_text:?} is not an address like \"0.0.0.0:8790\""),
+            )
+        })?;
+        let token_file = PathBuf::from(top.string("token_file")?.ok_or_else(|| {
+            err(
+                "token_file",
+                "missing; a file holding the shared bearer token",
+            )
+        })?);
+        let token = std::fs::read_to_string(&token_file)
+            .map_err(|e| {
+                err(
+                    "token_file",
+                    format!("cannot read {}: {e}", token_file.display()),
+                )
+            })?
+            .trim()
+            .to_string();
+        if token.is_empty() {
+            return Err(err(
+                "token_file",
+                format!("{} is empty", token_file.display()),
+            ));
+        }
+        let maintenance_flag = PathBuf::from(
+            top.string("maintenance_flag")?
+                .unwrap_or_else(|| DEFAULT_FLAG.to_string()),
+        );
+        let defaults = Timing::default();
+        let timing = Timing {
+            poll_interval_ms: top
+                .duration_ms("poll_interval")?
+                .unwrap_or(defaults.poll_interval_ms),
+            takeover_after: top
+                .count("takeover_after")?
+                .unwrap_or(defaults.takeover_after),
+            standdown_after: top
+                .count("standdown_after")?
+                .unwrap_or(defaults.standdown_after),
+            failback_interval_ms: top
+                .duration_ms("failback_interval")?
+                .unwrap_or(defaults.failback_interval_ms),
+            failback_after: top
+                .count("failback_after")?
+                .unwrap_or(defaults.failback_after),
+        };
+        let probe_timeout_ms = top.duration_ms("probe_timeout")?.unwrap_or(5_000);
+        let shortest = timing.poll_interval_ms.min(timing.failback_interval_ms);
+        if probe_timeout_ms >= shortest {
+            return Err(err(
+                "probe_timeout",
+                format!(
+                    "{probe_timeout_ms} ms must be shorter than poll_interval and failback_interval \
+                     ({shortest} ms), or a hung peer would stall the monitor past one poll"
+                ),
+            ));
+        }
+
+        let connector = top.section("connector")?;
+        connector.only(&[
+            "ready_url",
+            "control",
+            "unit",
+            "start_command",
+            "stop_command",
+            "status_command",
+            "command_timeout",
+        ])?;
+        let connector_ready_url = connector.url("ready_url")?.ok_or_else(|| {
+            err(
+                "connector.ready_url",
+                "missing; the local cloudflared /ready, e.g. \"http://127.0.0.1:20241/ready\"",
+            )
+        })?;
+        let control = match connector.string("control")?.as_deref() {
+            None | Some("systemd") => ControlConfig::Systemd {
+                unit: connector
+                    .string("unit")?
+                    .unwrap_or_else(|| DEFAULT_UNIT.to_string()),
+            },
+            Some("command") => ControlConfig::Command {
+                start: connector.required_string(
+                    "start_command",
+                    "the shell command that starts the connector",
+                )?,
+                stop: connector.required_string(
+                    "stop_command",
+                    "the shell command that stops the connector",
+                )?,
+                status: connector.required_string(
+                    "status_command",
+                    "the shell command that exits 0 while the connector runs",
+                )?,
+            },
+            Some(other) => {
+                return Err(err(
+                    "connector.control",
+                    format!("{other:?} is not a controller; use \"systemd\" or \"command\""),
+                ))
+            }
+        };
+        let command_timeout_ms = connector.duration_ms("command_timeout")?.unwrap_or(30_000);
+
+        let peer = top.section("peer")?;
+        peer.only(&["agent_url", "connector_ready_url"])?;
+        let peer_agent_url = peer.url("agent_url")?.ok_or_else(|| {
+            err(
+                "peer.agent_url",
+                "missing; the peer agent, e.g. \"http://10.0.0.2:8790\"",
+            )
+        })?;
+        let peer_connector_ready_url = peer.url("connector_ready_url")?;
+
+        let egress = top.section("egress")?;
+        egress.only(&["url", "tcp"])?;
+        let egress_url = match egress.url("url")? {
+            Some(url) => url,
+            None => Url::parse(DEFAULT_EGRESS_URL).map_err(|e| err("egress.url", e))?,
+        };
+        let egress_tcp = egress.string("tcp")?;
+        if let Some(tcp) = &egress_tcp {
+            if tcp
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse::<u16>().ok())
+                .is_none()
+            {
+                return Err(err(
+                    "egress.tcp",
+                    format!("{tcp:?} is not host:port, e.g. \"region1.v2.argotunnel.com:7844\""),
+                ));
+            }
+        }
+
+        Ok(Config {
+            role,
+            listen,
+            token,
+            token_file,
+            maintenance_flag,
+            timing,
+            probe_timeout: Duration::from_millis(probe_timeout_ms),
+            command_timeout: Duration::from_millis(command_timeout_ms),
+            connector_ready_url,
+            control,
+            peer_agent_url,
+            peer_connector_ready_url,
+            egress_url,
+            egress_tcp,
+        })
+    }
+}
+
+/// One table of the file, with its dotted prefix for error messages.
+struct Section<'a> {
+    prefix: String,
+    table: Option<&'a Table>,
+}
+
+impl<'a> Section<'a> {
+    fn new(prefix: &str, table: &'a Table) -> Self {
+        Section {
+            prefix: prefix.to_string(),
+            table: Some(table),
+        }
+    }
+
+    fn key(&self, name: &str) -> String {
+        if self.prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.prefix)
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&'a Value> {
+        self.table.and_then(|t| t.get(name))
+    }
+
+    /// Unknown keys are errors: a typo must not silently fall back to a
+    /// default.
+    fn only(&self, known: &[&str]) -> Result<(), ConfigError> {
+        for name in self.table.into_iter().flat_map(|t| t.keys()) {
+            if !known.contains(&name.as_str()) {
+                return Err(err(
+                    &self.key(name),
+                    format!("unknown key; known here: {}", known.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn section(&self, name: &str) -> Result<Section<'a>, ConfigError> {
+        match self.get(name) {
+            None => Ok(Section {
+                prefix: self.key(name),
+                table: None,
+            }),
+            Some(Value::Table(t)) => Ok(Section {
+                prefix: self.key(name),
+                table: Some(t),
+            }),
+            Some(_) => Err(err(
+                &self.key(name),
+                "must be a table, e.g. [".to_string() + name + "]",
+            )),
+        }
+    }
+
+    fn string(&self, name: &str) -> Result<Option<String>, ConfigError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(err(
+                &self.key(name),
+                format!("{} is not a string", shown(other)),
+            )),
+        }
+    }
+
+    fn required_string(&self, name: &str, what: &str) -> Result<String, ConfigError> {
+        match self.string(name)? {
+            Some(s) if !s.trim().is_empty() => Ok(s),
+            _ => Err(err(
+                &self.key(name),
+                format!("missing; {what} (required with control = \"command\")"),
+            )),
+        }
+    }
+
+    fn count(&self, name: &str) -> Result<Option<u32>, ConfigError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Integer(n)) if (1..=1000).contains(n) => Ok(Some(*n as u32)),
+            Some(other) => Err(err(
+                &self.key(name),
+                format!("{} is not a count from 1 to 1000", shown(other)),
+            )),
+        }
+    }
+
+    /// "30s", "500ms", "2m", or a bare integer of seconds.
+    fn duration_ms(&self, name: &str) -> Result<Option<u64>, ConfigError> {
+        let bad = |shown: String| {
+            err(
+                &self.key(name),
+                format!(
+                    "{shown} is not a duration like \"30s\", \"500ms\" or \"2m\" (at least 10ms)"
+                ),
+            )
+        };
+        let ms = match self.get(name) {
+            None => return Ok(None),
+            Some(Value::Integer(n)) if *n > 0 => (*n as u64).saturating_mul(1000),
+            Some(Value::String(s)) => parse_duration_ms(s).ok_or_else(|| bad(format!("{s:?}")))?,
+            Some(other) => return Err(bad(shown(other))),
+        };
+        if ms < 10 {
+            return Err(bad(format!("{ms}ms")));
+        }
+        Ok(Some(ms))
+    }
+
+    fn url(&self, name: &str) -> Result<Option<Url>, ConfigError> {
+        match self.string(name)? {
+            None => Ok(None),
+            Some(text) => Url::parse(&text)
+                .map(Some)
+                .map_err(|e| err(&self.key(name), e)),
+        }
+    }
+}
+
+/// A value as the operator wrote it, near enough for an error message.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        Value::Integer(n) => n.to_string(),
+        Value::Float(x) => x.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        Value::Datetime(_) => "a date".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Table(_) => "a table".into(),
+    }
+}
+
+fn parse_duration_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().ok()?;
+    let factor = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        _ => return None,
+    };
+    n.checked_mul(factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("30s"), Some(30_000));
+        assert_eq!(parse_duration_ms("250ms"), Some(250));
+        assert_eq!(parse_duration_ms("2m"), Some(120_000));
+        assert_eq!(parse_duration_ms("30"), None);
+        assert_eq!(parse_duration_ms("s"), None);
+        assert_eq!(parse_duration_ms("3h"), None);
+    }
+}

@@ -1,0 +1,118 @@
+//! `GET /metrics`: Prometheus text exposition, rendered from the machine's
+//! snapshot and the last probe figures.
+
+use std::fmt::Write;
+
+use crate::state::Shared;
+
+pub fn render(shared: &Shared) -> String {
+    let s = shared.node().snapshot();
+    let p = *shared.probes();
+    let role = s.role.as_str();
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, value: Option<f64>| {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        if let Some(v) = value {
+            let _ = writeln!(out, "{name}{{role=\"{role}\"}} {v}");
+        }
+    };
+    let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
+    metric(
+        "failover_agent_connector_running",
+        "gauge",
+        "1 while the local connector process runs, 0 when stopped (absent until first looked at).",
+        s.local_running.and_then(flag),
+    );
+    metric(
+        "failover_agent_maintenance",
+        "gauge",
+        "1 while the maintenance flag file exists.",
+        flag(s.maintenance),
+    );
+    metric(
+        "failover_agent_peer_misses_in_a_row",
+        "gauge",
+        "Consecutive non-ready looks at the peer's connector (standby).",
+        Some(f64::from(s.peer_misses_in_a_row)),
+    );
+    metric(
+        "failover_agent_peer_misses_total",
+        "counter",
+        "Non-ready looks at the peer's connector since start (standby).",
+        Some(s.peer_misses_total as f64),
+    );
+    metric(
+        "failover_agent_takeovers_total",
+        "counter",
+        "Take-overs by this standby.",
+        Some(s.takeovers as f64),
+    );
+    metric(
+        "failover_agent_standdowns_total",
+        "counter",
+        "Stand-downs by this standby.",
+        Some(s.standdowns as f64),
+    );
+    metric(
+        "failover_agent_failbacks_total",
+        "counter",
+        "Fail-backs by this primary.",
+        Some(s.failbacks as f64),
+    );
+    metric(
+        "failover_agent_drains_total",
+        "counter",
+        "Connector stops for the maintenance flag.",
+        Some(s.drains as f64),
+    );
+    metric(
+        "failover_agent_egress_good_in_a_row",
+        "gauge",
+        "Consecutive good egress checks (primary).",
+        Some(f64::from(s.egress_good_in_a_row)),
+    );
+    metric(
+        "failover_agent_failback_required_checks",
+        "gauge",
+        "Good egress checks needed to fail back; doubles after a reversed fail-back.",
+        Some(f64::from(s.failback_required)),
+    );
+    metric(
+        "failover_agent_last_transition_timestamp_seconds",
+        "gauge",
+        "Unix time of the last take-over, stand-down, fail-back or drain.",
+        p.last_transition_unix,
+    );
+    metric(
+        "failover_agent_peer_probe_seconds",
+        "gauge",
+        "Duration of the last readiness look through the peer agent.",
+        p.peer_seconds,
+    );
+    metric(
+        "failover_agent_peer_direct_probe_seconds",
+        "gauge",
+        "Duration of the last direct readiness look at the peer connector.",
+        p.peer_direct_seconds,
+    );
+    metric(
+        "failover_agent_egress_probe_seconds",
+        "gauge",
+        "Duration of the last egress check.",
+        p.egress_seconds,
+    );
+    metric(
+        "failover_agent_relay_probe_seconds",
+        "gauge",
+        "Duration of the last relayed look at the local connector's /ready.",
+        p.relay_seconds,
+    );
+    metric(
+        "failover_agent_uptime_seconds",
+        "gauge",
+        "Seconds since the agent started.",
+        Some(shared.uptime_seconds()),
+    );
+    out
+}

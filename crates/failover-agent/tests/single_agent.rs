@@ -1,0 +1,224 @@
+//! One real agent: the HTTP API, the token check, the CLI and config errors.
+
+mod support;
+
+use std::process::Command;
+
+use support::{free_port, http, NodeSpec, Scratch, AGENT};
+
+fn lone_standby() -> NodeSpec {
+    NodeSpec {
+        name: "lone",
+        role: "standby",
+        agent_port: free_port(),
+        connector_port: free_port(),
+        edge_port: free_port(),
+        peer_agent_port: free_port(),
+        peer_connector_port: None,
+        // Slow: nothing should be decided while the API is exercised.
+        poll_ms: 60_000,
+    }
+}
+
+#[test]
+fn api_endpoints_and_the_bearer_token() {
+    let dir = Scratch::new("api");
+    let node = lone_standby();
+    let _edge = support::egress_server(node.edge_port, &dir.path("edge.log"));
+    let _agent = node.start_agent(&dir);
+    let _cleanup = support::StopConnectorOnDrop(&node, &dir);
+    let port = node.agent_port;
+
+    for bearer in [None, Some("wrong"), Some("s3cret-token-and-more")] {
+        for path in ["/failover/stop", "/failover/start"] {
+            let answer = http("POST", port, path, bearer);
+            assert_eq!(
+                answer.as_ref().map(|a| a.0),
+                Some(401),
+                "{path} with {bearer:?}: {answer:?}"
+            );
+        }
+    }
+    assert!(
+        !node.connector_running(&dir),
+        "a refused request must not start anything"
+    );
+    assert_eq!(
+        http("GET", port, "/failover/stop", Some("s3cret-token")).map(|a| a.0),
+        Some(405)
+    );
+    assert_eq!(http("GET", port, "/nope", None).map(|a| a.0), Some(404));
+
+    // No connector yet: the relay answers 503 without leaking the address.
+    let (status, body) = http("GET", port, "/connector/ready", None).expect("relay answers");
+    assert_eq!(status, 503);
+    assert!(!body.contains("127.0.0.1"), "{body}");
+
+    let started = http("POST", port, "/failover/start", Some("s3cret-token"));
+    assert_eq!(started.map(|a| a.0), Some(200));
+    assert!(support::eventually(10, || matches!(
+        http("GET", port, "/connector/ready", None),
+        Some((200, ref body)) if body.contains(r#""readyConnections":4"#)
+    )));
+    assert!(node.connector_running(&dir));
+
+    let stopped = http("POST", port, "/failover/stop", Some("s3cret-token"));
+    assert_eq!(stopped.map(|a| a.0), Some(200));
+    assert!(!node.connector_running(&dir));
+
+    let health = node.health();
+    assert!(health.contains(r#""role":"standby""#), "{health}");
+    let (status, metrics) = http("GET", port, "/metrics", None).expect("metrics");
+    assert_eq!(status, 200);
+    for name in [
+        "failover_agent_connector_running",
+        "failover_agent_peer_misses_total{role=\"standby\"} 0",
+        "failover_agent_takeovers_total",
+        "failover_agent_failbacks_total",
+        "failover_agent_last_transition_timestamp_seconds",
+        "failover_agent_relay_probe_seconds{role=\"standby\"}",
+    ] {
+        assert!(metrics.contains(name), "{name} missing in\n{metrics}");
+    }
+
+    let status = node.run_cli(&dir, &["status"]);
+    assert!(status.status.success(), "{status:?}");
+    assert!(String::from_utf8_lossy(&status.stdout).contains(r#""role":"standby""#));
+}
+
+#[test]
+fn maintenance_command_toggles_the_flag_file() {
+    let dir = Scratch::new("flag");
+    let node = lone_standby();
+    node.write_config(&dir);
+    assert!(node.run_cli(&dir, &["maintenance", "on"]).status.success());
+    assert!(node.flag(&dir).exists());
+    assert!(node.run_cli(&dir, &["maintenance", "off"]).status.success());
+    assert!(!node.flag(&dir).exists());
+    assert!(
+        node.run_cli(&dir, &["maintenance", "off"]).status.success(),
+        "off twice is fine"
+    );
+    assert!(!node
+        .run_cli(&dir, &["maintenance", "maybe"])
+        .status
+        .success());
+}
+
+#[test]
+fn config_errors_name_the_key_and_exit_before_binding() {
+    let dir = Scratch::new("config");
+    let node = lone_standby();
+    let good = std::fs::read_to_string(node.write_config(&dir)).expect("config");
+    let ok = node.run_cli(&dir, &["check-config"]);
+    assert!(ok.status.success(), "{ok:?}");
+
+    let cases: &[(&str, &str, &str)] = &[
+        ("role = \"standby\"", "role = \"leader\"", "`role`"),
+        ("role = \"standby\"", "", "`role`"),
+        (
+            "poll_interval = \"60000ms\"",
+            "poll_interval = \"soon\"",
+            "`poll_interval`",
+        ),
+        (
+            "failback_interval = \"60000ms\"",
+            "failback_interval = \"60000ms\"\nfailback_after = 0",
+            "`failback_after`",
+        ),
+        (
+            "probe_timeout = \"45000ms\"",
+            "probe_timeout = \"90s\"",
+            "`probe_timeout`",
+        ),
+        ("listen = \"127.0.0.1:", "listen = \"nowhere:", "`listen`"),
+        (
+            "agent_url = \"http://",
+            "agent_url = \"ftp://",
+            "`peer.agent_url`",
+        ),
+        (
+            "control = \"command\"",
+            "control = \"docker\"",
+            "`connector.control`",
+        ),
+        (
+            "status_command = ",
+            "status_commando = ",
+            "`connector.status_commando`",
+        ),
+        (
+            "token_file = \"",
+            "token_file = \"/nonexistent/",
+            "`token_file`",
+        ),
+        (
+            "role = \"standby\"",
+            "role = \"standby\"\ntakeover_afer = 3",
+            "`takeover_afer`",
+        ),
+    ];
+    for (from, to, key) in cases {
+        assert!(good.contains(from), "test case does not apply: {from}");
+        std::fs::write(node.config_path(&dir), good.replacen(from, to, 1)).expect("config");
+        let out = node.run_cli(&dir, &["check-config"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{to}: {stderr}");
+        assert!(stderr.contains(key), "{to}: expected {key} in {stderr}");
+    }
+
+    // `run` with a bad config exits before binding its port.
+    std::fs::write(
+        node.config_path(&dir),
+        good.replacen("role = \"standby\"", "role = \"leader\"", 1),
+    )
+    .expect("config");
+    let out = node.run_cli(&dir, &["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(std::net::TcpListener::bind(("127.0.0.1", node.agent_port)).is_ok());
+
+    let missing = Command::new(AGENT)
+        .args(["--config", "/nonexistent.toml", "check-config"])
+        .output()
+        .expect("runs");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--config"));
+}
+
+/// A standby whose peer "agent" is `peer`; returns once it took over.
+fn standby_takes_over_from(name: &str, setup_peer: impl FnOnce(u16) -> Box<dyn std::any::Any>) {
+    let dir = Scratch::new(name);
+    let mut node = lone_standby();
+    node.poll_ms = support::POLL_MS;
+    let _peer = setup_peer(node.peer_agent_port);
+    let _edge = support::egress_server(node.edge_port, &dir.path("edge.log"));
+    let _agent = node.start_agent(&dir);
+    let _cleanup = support::StopConnectorOnDrop(&node, &dir);
+    let took_over = support::eventually(20, || node.connector_running(&dir));
+    let log = std::fs::read_to_string(dir.path("lone.log")).unwrap_or_default();
+    assert!(took_over, "no take-over from a bad peer:\n{log}");
+    assert!(
+        node.health().contains(r#""takeovers":1"#),
+        "{}",
+        node.health()
+    );
+}
+
+#[test]
+fn a_hung_peer_is_a_miss_not_a_stall() {
+    // Accepts connections (the kernel does) and never answers.
+    standby_takes_over_from("hung", |port| {
+        Box::new(std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind"))
+    });
+}
+
+#[test]
+fn a_malformed_peer_answer_is_a_miss_not_a_crash() {
+    // Answers 200 with a body that is not cloudflared's JSON.
+    standby_takes_over_from("malformed", |port| {
+        Box::new(support::egress_server(
+            port,
+            std::path::Path::new("/dev/null"),
+        ))
+    });
+}
