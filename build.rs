@@ -19,7 +19,11 @@ fn main() {
         .output()
         .ok()
         .is_some_and(|out| out.status.success() && !out.stdout.is_empty());
-    let suffix = if dirty && revision != "unknown" { "-dirty" } else { "" };
+    let suffix = if dirty && revision != "unknown" {
+        "-dirty"
+    } else {
+        ""
+    };
     println!("cargo:rustc-env=FAILOVER_REVISION={revision}{suffix}");
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/refs");

@@ -63,7 +63,9 @@ pub async fn send(
     let fetch = JsFuture::from(global.fetch_with_str_and_init(url, &init));
     let timeout = Delay::from(Duration::from_millis(timeout_ms));
     match select(fetch, timeout).await {
-        Either::Left((Ok(value), _)) => value.dyn_into::<web_sys::Response>().map_err(|_| Failure::Network),
+        Either::Left((Ok(value), _)) => value
+            .dyn_into::<web_sys::Response>()
+            .map_err(|_| Failure::Network),
         Either::Left((Err(error), _)) => Err(classify_fetch_error(&error_message(&error))),
         Either::Right(((), _)) => {
             controller.abort();

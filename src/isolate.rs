@@ -7,6 +7,7 @@ use std::rc::Rc;
 use failover_core::config::{WorkerConfig, SETTINGS};
 use failover_core::health::HealthMap;
 use failover_core::report;
+use failover_core::shared::Cadence;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, Env};
 
@@ -14,6 +15,10 @@ pub struct Isolate {
     pub config: WorkerConfig,
     /// Never borrowed across an `.await`: requests interleave at awaits.
     pub health: RefCell<HealthMap>,
+    /// When the colo's shared verdicts were last read.
+    pub colo_reads: RefCell<Cadence>,
+    /// When the global checker was last consulted.
+    pub global_reads: RefCell<Cadence>,
 }
 
 #[derive(Clone)]
@@ -34,10 +39,20 @@ pub fn load(env: &Env) -> Loaded {
     }
     let loaded = match WorkerConfig::from_vars(|name| var_text(env, name)) {
         Ok(config) => {
-            let health = HealthMap::new(config.origins.len(), config.health_rise, config.health_interval_ms);
+            // A failed client attempt marks an origin down at once (fall 1).
+            let health = HealthMap::new(
+                config.origins.len(),
+                config.health_rise,
+                1,
+                config.health_interval_ms,
+            );
+            let colo_reads = Cadence::new(crate::colo::read_every_ms(config.health_interval_ms));
+            let global_reads = Cadence::new(config.health_interval_ms);
             Loaded::Ready(Rc::new(Isolate {
                 config,
                 health: RefCell::new(health),
+                colo_reads: RefCell::new(colo_reads),
+                global_reads: RefCell::new(global_reads),
             }))
         }
         Err(e) => {
@@ -53,7 +68,7 @@ pub fn load(env: &Env) -> Loaded {
 
 /// A var's value as text: strings as they are (secrets, `--var`), anything
 /// else (TOML arrays, numbers) as JSON.
-fn var_text(env: &Env, name: &str) -> Option<String> {
+pub fn var_text(env: &Env, name: &str) -> Option<String> {
     debug_assert!(SETTINGS.contains(&name));
     let value = js_sys::Reflect::get(env.as_ref(), &JsValue::from_str(name)).ok()?;
     if value.is_undefined() || value.is_null() {
@@ -65,5 +80,7 @@ fn var_text(env: &Env, name: &str) -> Option<String> {
     if value.is_instance_of::<js_sys::Function>() {
         return None;
     }
-    js_sys::JSON::stringify(&value).ok().and_then(|s| s.as_string())
+    js_sys::JSON::stringify(&value)
+        .ok()
+        .and_then(|s| s.as_string())
 }

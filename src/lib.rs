@@ -8,6 +8,8 @@
 //! - [`forward`]: one attempt against one origin, with its timeout.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
+//! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
+//! - [`global`]: the opt-in global checker (a Durable Object) and its cron.
 //!
 //! Nothing here may panic: a panic re-initialises the Wasm instance and wipes
 //! the health map, so every fallible call is handled.
@@ -15,7 +17,9 @@
 
 mod body;
 mod clock;
+mod colo;
 mod forward;
+mod global;
 mod isolate;
 mod log;
 mod probe;
@@ -26,7 +30,7 @@ use std::rc::Rc;
 
 use failover_core::attempts::{AfterFailure, Attempts};
 use failover_core::target::upstream_url;
-use worker::{event, web_sys, Context, Env};
+use worker::{event, web_sys, Context, Env, ScheduleContext, ScheduledEvent};
 
 use crate::forward::Outcome;
 use crate::isolate::{Isolate, Loaded};
@@ -37,16 +41,29 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<
         Loaded::Ready(isolate) => isolate,
         Loaded::Broken(problem) => return Ok(respond::plain(500, &problem)),
     };
-    Ok(proxy(req, &isolate, &ctx).await)
+    Ok(proxy(req, &isolate, &env, &ctx).await)
 }
 
-async fn proxy(req: web_sys::Request, isolate: &Rc<Isolate>, ctx: &Context) -> web_sys::Response {
+/// The Cron Trigger keeps the global checker's alarm chain alive.
+#[event(scheduled)]
+async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    global::keep_alive(&env).await;
+}
+
+async fn proxy(
+    req: web_sys::Request,
+    isolate: &Rc<Isolate>,
+    env: &Env,
+    ctx: &Context,
+) -> web_sys::Response {
     let config = &isolate.config;
     let url = req.url();
     if status::is_status_request(&req, &url, config) {
         return status::answer(&req, isolate);
     }
     let now = clock::now_ms();
+    colo::refresh(isolate, now).await;
+    global::consult_if_due(ctx, env, isolate, now);
     probe::start_due(ctx, isolate, now);
 
     let method = req.method();
@@ -67,17 +84,22 @@ async fn proxy(req: web_sys::Request, isolate: &Rc<Isolate>, ctx: &Context) -> w
         let Some(target) = upstream_url(&origin.base, &url) else {
             return respond::plain(400, "the request path is not allowed");
         };
-        let failed = match forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms).await {
-            Outcome::Answer(res) => return respond::served_by(res, &origin.name, current != 0),
-            Outcome::Failed(failure, res) => (failure, res),
-        };
+        let failed =
+            match forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms)
+                .await
+            {
+                Outcome::Answer(res) => return respond::served_by(res, &origin.name, current != 0),
+                Outcome::Failed(failure, res) => (failure, res),
+            };
         let (failure, failed_response) = failed;
-        if let Some(change) = isolate
-            .health
-            .borrow_mut()
-            .record_failure(current, failure, clock::now_ms())
+        if let Some(change) =
+            isolate
+                .health
+                .borrow_mut()
+                .record_failure(current, failure, clock::now_ms())
         {
             log::line(&failover_core::report::health_change(config, &change));
+            colo::publish(ctx, isolate, current);
         }
         let next = attempts.after_failure(failure);
         log::attempt_failed(config, current, &method, failure, &next);

@@ -10,7 +10,13 @@ pub fn line(json: &str) {
     worker::console_log!("{}", json);
 }
 
-pub fn attempt_failed(config: &WorkerConfig, origin: usize, method: &str, failure: Failure, next: &AfterFailure) {
+pub fn attempt_failed(
+    config: &WorkerConfig,
+    origin: usize,
+    method: &str,
+    failure: Failure,
+    next: &AfterFailure,
+) {
     let next = match next {
         AfterFailure::TryOrigin(i) => {
             let name = config.origins.get(*i).map_or("?", |o| o.name.as_str());
@@ -19,5 +25,7 @@ pub fn attempt_failed(config: &WorkerConfig, origin: usize, method: &str, failur
         AfterFailure::PassThrough => "pass the response through".to_string(),
         AfterFailure::GiveUp { status, .. } => format!("answer {status}"),
     };
-    line(&report::attempt_failed(config, origin, method, failure, &next));
+    line(&report::attempt_failed(
+        config, origin, method, failure, &next,
+    ));
 }

@@ -10,7 +10,7 @@ use futures_util::future::join_all;
 use worker::Context;
 
 use crate::isolate::Isolate;
-use crate::{clock, forward, log};
+use crate::{clock, colo, forward, log};
 
 /// Starts the probes that are due, if any. Costs one pass over the map when
 /// none is.
@@ -21,7 +21,11 @@ pub fn start_due(ctx: &Context, isolate: &Rc<Isolate>, now_ms: u64) {
     let due = isolate.health.borrow_mut().take_due_probes(now_ms);
     let isolate = Rc::clone(isolate);
     ctx.wait_until(async move {
-        join_all(due.into_iter().map(|origin| probe(Rc::clone(&isolate), origin))).await;
+        join_all(
+            due.into_iter()
+                .map(|origin| probe(Rc::clone(&isolate), origin)),
+        )
+        .await;
     });
 }
 
@@ -43,7 +47,12 @@ async fn probe(isolate: Rc<Isolate>, origin: usize) {
         .health
         .borrow_mut()
         .record_probe(origin, result, clock::now_ms());
-    if let Some(change) = change {
-        log::line(&report::health_change(&isolate.config, &change));
+    if let Some(change) = &change {
+        log::line(&report::health_change(&isolate.config, change));
+    }
+    // Share a flip, and keep re-confirming a "down" so isolates that start
+    // later in this location skip the dead origin too.
+    if change.is_some() || result.is_some() {
+        colo::write(&isolate, origin).await;
     }
 }

@@ -11,7 +11,9 @@ use worker::web_sys;
 /// WebSocket (101) attached.
 pub fn served_by(res: web_sys::Response, origin: &str, failed_over: bool) -> web_sys::Response {
     let init: &web_sys::ResponseInit = res.unchecked_ref();
-    let Ok(out) = web_sys::Response::new_with_opt_readable_stream_and_init(res.body().as_ref(), init) else {
+    let Ok(out) =
+        web_sys::Response::new_with_opt_readable_stream_and_init(res.body().as_ref(), init)
+    else {
         return plain(502, "the origin's response could not be forwarded");
     };
     let headers = out.headers();

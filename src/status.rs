@@ -32,7 +32,12 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
         let _ = res.headers().set("www-authenticate", "Bearer");
         return res;
     }
-    let body = report::status(&isolate.config, &isolate.health.borrow(), BUILD, crate::clock::now_ms());
+    let body = report::status(
+        &isolate.config,
+        &isolate.health.borrow(),
+        BUILD,
+        crate::clock::now_ms(),
+    );
     let res = plain(200, &body);
     let _ = res.headers().set("content-type", "application/json");
     res

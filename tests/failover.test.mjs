@@ -37,7 +37,7 @@ for (const status of [500, 502, 503, 520, 522, 530]) {
       await again.arrayBuffer();
       assert.equal(primary.hits(), hits, "a down primary is skipped");
       const change = worker.events("health").find((e) => e.origin === "primary");
-      assert.deepEqual(change, { event: "health", origin: "primary", from: "up", to: "down", reason: `status ${status}` });
+      assert.deepEqual(change, { event: "health", origin: "primary", from: "up", to: "down", reason: `status ${status}`, source: "local" });
       assert.ok(worker.events("attempt_failed").some((e) => e.next === "try replica"));
     } finally {
       await close();
@@ -156,7 +156,7 @@ test("fail-back after HEALTH_RISE good background probes", async () => {
     });
     assert.ok(primary.hits("/health") >= 3, `probes: ${primary.hits("/health")}`);
     const up = worker.events("health").find((e) => e.to === "up");
-    assert.deepEqual(up, { event: "health", origin: "primary", from: "down", to: "up", reason: "3 good probes" });
+    assert.deepEqual(up, { event: "health", origin: "primary", from: "down", to: "up", reason: "3 good probes", source: "local" });
   } finally {
     await close();
   }

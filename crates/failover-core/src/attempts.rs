@@ -107,8 +107,14 @@ mod tests {
     fn get_walks_every_origin_then_gives_502() {
         let mut a = Attempts::new(vec![0, 1, 2], "GET", BodyPlan::Empty);
         assert_eq!(a.first(), Some(0));
-        assert_eq!(a.after_failure(Failure::Status(503)), AfterFailure::TryOrigin(1));
-        assert_eq!(a.after_failure(Failure::Timeout), AfterFailure::TryOrigin(2));
+        assert_eq!(
+            a.after_failure(Failure::Status(503)),
+            AfterFailure::TryOrigin(1)
+        );
+        assert_eq!(
+            a.after_failure(Failure::Timeout),
+            AfterFailure::TryOrigin(2)
+        );
         assert!(give_up(502)(&a.after_failure(Failure::Network)));
         assert_eq!(a.started(), 3);
     }
@@ -117,7 +123,10 @@ mod tests {
     fn all_timeouts_give_504() {
         let mut a = Attempts::new(vec![1, 0], "GET", BodyPlan::Empty);
         assert_eq!(a.first(), Some(1));
-        assert_eq!(a.after_failure(Failure::Timeout), AfterFailure::TryOrigin(0));
+        assert_eq!(
+            a.after_failure(Failure::Timeout),
+            AfterFailure::TryOrigin(0)
+        );
         assert!(give_up(504)(&a.after_failure(Failure::Timeout)));
     }
 
@@ -125,7 +134,10 @@ mod tests {
     fn post_gets_the_primarys_own_5xx() {
         let mut a = Attempts::new(vec![0, 1], "POST", BodyPlan::Buffered);
         a.first();
-        assert_eq!(a.after_failure(Failure::Status(500)), AfterFailure::PassThrough);
+        assert_eq!(
+            a.after_failure(Failure::Status(500)),
+            AfterFailure::PassThrough
+        );
         assert!(!a.was_replayable());
     }
 
@@ -141,7 +153,10 @@ mod tests {
     fn post_moves_on_when_the_tunnel_is_down() {
         let mut a = Attempts::new(vec![0, 1], "POST", BodyPlan::Buffered);
         a.first();
-        assert_eq!(a.after_failure(Failure::Status(530)), AfterFailure::TryOrigin(1));
+        assert_eq!(
+            a.after_failure(Failure::Status(530)),
+            AfterFailure::TryOrigin(1)
+        );
         assert!(give_up(502)(&a.after_failure(Failure::Refused)));
     }
 

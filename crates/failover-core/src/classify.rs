@@ -48,7 +48,9 @@ impl fmt::Display for Failure {
 /// Cloudflare's origin errors 520-527 and 530 (a down Tunnel). 4xx, 404
 /// included, is an answer.
 pub fn classify_status(status: u16) -> Option<Failure> {
-    (500..=599).contains(&status).then_some(Failure::Status(status))
+    (500..=599)
+        .contains(&status)
+        .then_some(Failure::Status(status))
 }
 
 /// Classifies the error a runtime's `fetch` threw. Only errors that name a

@@ -2,9 +2,12 @@
 //! priority order. A failed attempt marks an origin down at once (the next
 //! request must not wait for the same timeout); only background probes bring
 //! it back, after `rise` good ones in a row, so a flapping origin is not
-//! handed traffic on a single lucky answer.
+//! handed traffic on a single lucky answer. Verdicts shared by other
+//! isolates or the global checker are adopted only when they are fresher than
+//! anything this isolate saw itself.
 
 use crate::classify::Failure;
+use crate::shared::{SharedVerdict, Source};
 use crate::streak::{Streak, Verdict};
 
 /// One flip of an origin's verdict, for the log.
@@ -14,6 +17,8 @@ pub struct Transition {
     pub from: Verdict,
     pub to: Verdict,
     pub reason: String,
+    /// Whose evidence flipped it. Only `Local` flips are worth sharing.
+    pub source: Source,
 }
 
 /// What the map knows about one origin.
@@ -24,6 +29,10 @@ pub struct OriginHealth {
     last_change_ms: Option<u64>,
     next_probe_ms: u64,
     probe_in_flight: bool,
+    /// When this map last learned anything about the origin, from any source.
+    last_evidence_ms: u64,
+    colo: Option<SharedVerdict>,
+    global: Option<SharedVerdict>,
 }
 
 impl OriginHealth {
@@ -43,6 +52,14 @@ impl OriginHealth {
     pub fn last_change_ms(&self) -> Option<u64> {
         self.last_change_ms
     }
+    /// The last verdict read from the colo's cache, adopted or not.
+    pub fn colo_view(&self) -> Option<SharedVerdict> {
+        self.colo
+    }
+    /// The last verdict read from the global checker, adopted or not.
+    pub fn global_view(&self) -> Option<SharedVerdict> {
+        self.global
+    }
 }
 
 /// Health of every origin, as seen by one isolate.
@@ -54,14 +71,19 @@ pub struct HealthMap {
 
 impl HealthMap {
     /// A cold isolate presumes every origin healthy: it has no evidence
-    /// otherwise, and the first failure costs one attempt at most.
-    pub fn new(origin_count: usize, rise: u32, probe_interval_ms: u64) -> HealthMap {
+    /// otherwise, and the first failure costs one attempt at most. `fall` is
+    /// 1 for the Worker (one failed attempt is enough); the global checker,
+    /// which only probes, may ask for more.
+    pub fn new(origin_count: usize, rise: u32, fall: u32, probe_interval_ms: u64) -> HealthMap {
         let fresh = OriginHealth {
-            streak: Streak::new(Verdict::Up, rise, 1),
+            streak: Streak::new(Verdict::Up, rise, fall),
             last_error: None,
             last_change_ms: None,
             next_probe_ms: 0,
             probe_in_flight: false,
+            last_evidence_ms: 0,
+            colo: None,
+            global: None,
         };
         HealthMap {
             origins: vec![fresh; origin_count],
@@ -86,10 +108,16 @@ impl HealthMap {
     }
 
     /// Records a failed client attempt: the origin is down from now on.
-    pub fn record_failure(&mut self, origin: usize, failure: Failure, now_ms: u64) -> Option<Transition> {
+    pub fn record_failure(
+        &mut self,
+        origin: usize,
+        failure: Failure,
+        now_ms: u64,
+    ) -> Option<Transition> {
         let interval = self.probe_interval_ms;
         let entry = self.origins.get_mut(origin)?;
         entry.last_error = Some(failure);
+        entry.last_evidence_ms = entry.last_evidence_ms.max(now_ms);
         let flipped = entry.streak.observe(false)?;
         entry.last_change_ms = Some(now_ms);
         entry.next_probe_ms = now_ms.saturating_add(interval);
@@ -98,6 +126,7 @@ impl HealthMap {
             from: Verdict::Up,
             to: flipped,
             reason: failure.label(),
+            source: Source::Local,
         })
     }
 
@@ -125,15 +154,23 @@ impl HealthMap {
     }
 
     /// Records a background probe's result (`None` for a good answer).
-    pub fn record_probe(&mut self, origin: usize, result: Option<Failure>, now_ms: u64) -> Option<Transition> {
+    pub fn record_probe(
+        &mut self,
+        origin: usize,
+        result: Option<Failure>,
+        now_ms: u64,
+    ) -> Option<Transition> {
+        let interval = self.probe_interval_ms;
         let entry = self.origins.get_mut(origin)?;
         entry.probe_in_flight = false;
+        entry.last_evidence_ms = entry.last_evidence_ms.max(now_ms);
         if let Some(failure) = result {
             entry.last_error = Some(failure);
         }
         let before = entry.streak.verdict();
         let flipped = entry.streak.observe(result.is_none())?;
         entry.last_change_ms = Some(now_ms);
+        entry.next_probe_ms = now_ms.saturating_add(interval);
         let reason = match result {
             None => format!("{} good probes", entry.streak.good_streak()),
             Some(failure) => failure.label(),
@@ -143,6 +180,61 @@ impl HealthMap {
             from: before,
             to: flipped,
             reason,
+            source: Source::Local,
+        })
+    }
+
+    /// Considers a verdict shared by another isolate (`Colo`) or the global
+    /// checker (`Global`). It is adopted only when it still holds (confirmed
+    /// within `max_age_ms`) and is news: it flipped after the last evidence
+    /// this map has of its own. A live answer always beats a hint.
+    pub fn adopt(
+        &mut self,
+        origin: usize,
+        shared: SharedVerdict,
+        source: Source,
+        now_ms: u64,
+        max_age_ms: u64,
+    ) -> Option<Transition> {
+        let interval = self.probe_interval_ms;
+        let entry = self.origins.get_mut(origin)?;
+        match source {
+            Source::Colo => entry.colo = Some(shared),
+            Source::Global => entry.global = Some(shared),
+            Source::Local => return None,
+        }
+        // Future-dated entries (a skewed publisher) are as untrustworthy as stale ones.
+        let holds = now_ms.saturating_sub(shared.confirmed_ms) <= max_age_ms
+            && shared.confirmed_ms <= now_ms.saturating_add(max_age_ms);
+        if !holds || shared.since_ms <= entry.last_evidence_ms {
+            return None;
+        }
+        entry.last_evidence_ms = shared.since_ms;
+        let from = entry.streak.verdict();
+        if from == shared.verdict {
+            return None;
+        }
+        entry.streak.reset(shared.verdict);
+        entry.last_change_ms = Some(shared.since_ms);
+        // An adopted "down" is probed here too, on the usual schedule.
+        entry.next_probe_ms = now_ms.saturating_add(interval);
+        Some(Transition {
+            origin,
+            from,
+            to: shared.verdict,
+            reason: format!("{} verdict", source.as_str()),
+            source,
+        })
+    }
+
+    /// This map's verdict on an origin, as last confirmed at `confirmed_ms`.
+    /// A verdict that never flipped is "since 0": never news to anyone.
+    pub fn verdict_to_share(&self, origin: usize, confirmed_ms: u64) -> Option<SharedVerdict> {
+        let entry = self.origins.get(origin)?;
+        Some(SharedVerdict {
+            verdict: entry.streak.verdict(),
+            since_ms: entry.last_change_ms.unwrap_or(0),
+            confirmed_ms,
         })
     }
 }
@@ -156,24 +248,33 @@ mod tests {
 
     #[test]
     fn cold_isolate_trusts_every_origin() {
-        let map = HealthMap::new(3, 2, INTERVAL);
+        let map = HealthMap::new(3, 2, 1, INTERVAL);
         assert_eq!(map.attempt_order(), vec![0, 1, 2]);
         assert!(!map.probe_due(0));
     }
 
     #[test]
     fn one_failure_marks_down_and_reorders() {
-        let mut map = HealthMap::new(2, 2, INTERVAL);
-        let t = map.record_failure(0, Failure::Timeout, 1_000).expect("flips");
-        assert_eq!((t.from, t.to, t.reason.as_str()), (Verdict::Up, Verdict::Down, "timeout"));
+        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let t = map
+            .record_failure(0, Failure::Timeout, 1_000)
+            .expect("flips");
+        assert_eq!(
+            (t.from, t.to, t.reason.as_str()),
+            (Verdict::Up, Verdict::Down, "timeout")
+        );
         assert_eq!(map.attempt_order(), vec![1, 0]);
-        assert_eq!(map.record_failure(0, Failure::Refused, 1_001), None, "already down");
+        assert_eq!(
+            map.record_failure(0, Failure::Refused, 1_001),
+            None,
+            "already down"
+        );
         assert_eq!(map.origins()[0].last_error(), Some(Failure::Refused));
     }
 
     #[test]
     fn all_down_keeps_priority_order() {
-        let mut map = HealthMap::new(2, 2, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
         map.record_failure(1, Failure::Network, 0);
         map.record_failure(0, Failure::Network, 0);
         assert_eq!(map.attempt_order(), vec![0, 1]);
@@ -181,31 +282,43 @@ mod tests {
 
     #[test]
     fn probes_wait_an_interval_and_do_not_overlap() {
-        let mut map = HealthMap::new(2, 2, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
         map.record_failure(0, Failure::Status(530), 1_000);
         assert!(map.take_due_probes(1_000 + INTERVAL - 1).is_empty());
         assert!(map.probe_due(1_000 + INTERVAL));
         assert_eq!(map.take_due_probes(1_000 + INTERVAL), vec![0]);
-        assert!(map.take_due_probes(1_000 + 3 * INTERVAL).is_empty(), "in flight");
+        assert!(
+            map.take_due_probes(1_000 + 3 * INTERVAL).is_empty(),
+            "in flight"
+        );
         map.record_probe(0, Some(Failure::Refused), 1_000 + 3 * INTERVAL);
-        assert_eq!(map.take_due_probes(1_000 + 3 * INTERVAL), vec![0], "overdue");
+        assert_eq!(
+            map.take_due_probes(1_000 + 3 * INTERVAL),
+            vec![0],
+            "overdue"
+        );
     }
 
     #[test]
     fn rise_good_probes_bring_it_back() {
-        let mut map = HealthMap::new(2, 3, INTERVAL);
+        let mut map = HealthMap::new(2, 3, 1, INTERVAL);
         map.record_failure(0, Failure::Timeout, 0);
         assert_eq!(map.record_probe(0, None, 1), None);
         assert_eq!(map.record_probe(0, None, 2), None);
-        let t = map.record_probe(0, None, 3).expect("third good probe flips");
-        assert_eq!((t.from, t.to, t.reason.as_str()), (Verdict::Down, Verdict::Up, "3 good probes"));
+        let t = map
+            .record_probe(0, None, 3)
+            .expect("third good probe flips");
+        assert_eq!(
+            (t.from, t.to, t.reason.as_str()),
+            (Verdict::Down, Verdict::Up, "3 good probes")
+        );
         assert_eq!(map.origins()[0].last_change_ms(), Some(3));
         assert_eq!(map.attempt_order(), vec![0, 1]);
     }
 
     #[test]
     fn a_bad_probe_restarts_the_count() {
-        let mut map = HealthMap::new(1, 2, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
         map.record_failure(0, Failure::Timeout, 0);
         map.record_probe(0, None, 1);
         map.record_probe(0, Some(Failure::Status(502)), 2);
@@ -215,9 +328,134 @@ mod tests {
 
     #[test]
     fn unknown_origin_is_ignored() {
-        let mut map = HealthMap::new(1, 2, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
         assert_eq!(map.record_failure(5, Failure::Timeout, 0), None);
         assert_eq!(map.record_probe(5, None, 0), None);
+    }
+
+    fn shared(verdict: Verdict, since_ms: u64) -> SharedVerdict {
+        SharedVerdict {
+            verdict,
+            since_ms,
+            confirmed_ms: since_ms,
+        }
+    }
+
+    #[test]
+    fn adopts_a_fresh_colo_down_and_probes_it() {
+        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let t = map
+            .adopt(0, shared(Verdict::Down, 900), Source::Colo, 1_000, 30_000)
+            .expect("adopted");
+        assert_eq!(
+            (t.to, t.source, t.reason.as_str()),
+            (Verdict::Down, Source::Colo, "colo verdict")
+        );
+        assert_eq!(map.attempt_order(), vec![1, 0]);
+        assert!(map.take_due_probes(1_000 + INTERVAL).contains(&0));
+        assert_eq!(
+            map.origins()[0].colo_view(),
+            Some(shared(Verdict::Down, 900))
+        );
+    }
+
+    #[test]
+    fn stale_or_future_verdicts_are_ignored_but_shown() {
+        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        assert_eq!(
+            map.adopt(
+                0,
+                shared(Verdict::Down, 1_000),
+                Source::Colo,
+                40_000,
+                30_000
+            ),
+            None
+        );
+        assert_eq!(
+            map.adopt(
+                0,
+                shared(Verdict::Down, 90_000),
+                Source::Global,
+                40_000,
+                30_000
+            ),
+            None
+        );
+        assert!(map.is_up(0));
+        assert_eq!(
+            map.origins()[0].global_view(),
+            Some(shared(Verdict::Down, 90_000))
+        );
+    }
+
+    #[test]
+    fn local_evidence_beats_an_older_hint() {
+        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        map.record_failure(0, Failure::Timeout, 5_000);
+        // Another isolate said "up" before our own failure: ignored.
+        assert_eq!(
+            map.adopt(0, shared(Verdict::Up, 4_000), Source::Colo, 6_000, 30_000),
+            None
+        );
+        assert!(!map.is_up(0));
+        // A newer "up" (someone's probes succeeded since) is adopted.
+        let t = map
+            .adopt(0, shared(Verdict::Up, 5_500), Source::Colo, 6_000, 30_000)
+            .expect("adopted");
+        assert_eq!((t.from, t.to), (Verdict::Down, Verdict::Up));
+        // The same entry read again changes nothing.
+        assert_eq!(
+            map.adopt(0, shared(Verdict::Up, 5_500), Source::Colo, 6_100, 30_000),
+            None
+        );
+    }
+
+    #[test]
+    fn an_old_verdict_reconfirmed_is_not_news() {
+        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        map.record_failure(0, Failure::Timeout, 5_000);
+        // The global checker has said "up" since before our failure, and
+        // keeps confirming it: our own evidence wins until our probes agree.
+        let up_since_long_ago = SharedVerdict {
+            verdict: Verdict::Up,
+            since_ms: 1_000,
+            confirmed_ms: 5_900,
+        };
+        assert_eq!(
+            map.adopt(0, up_since_long_ago, Source::Global, 6_000, 30_000),
+            None
+        );
+        assert!(!map.is_up(0));
+    }
+
+    #[test]
+    fn a_long_standing_down_is_adopted_by_a_cold_isolate() {
+        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let down_for_an_hour = SharedVerdict {
+            verdict: Verdict::Down,
+            since_ms: 1_000,
+            confirmed_ms: 3_600_000,
+        };
+        assert!(map
+            .adopt(0, down_for_an_hour, Source::Colo, 3_610_000, 30_000)
+            .is_some());
+        assert_eq!(map.attempt_order(), vec![1, 0]);
+        let shared = map.verdict_to_share(0, 3_620_000).expect("origin 0");
+        assert_eq!(
+            (shared.verdict, shared.since_ms, shared.confirmed_ms),
+            (Verdict::Down, 1_000, 3_620_000)
+        );
+    }
+
+    #[test]
+    fn global_checker_uses_fall() {
+        let mut map = HealthMap::new(1, 2, 2, INTERVAL);
+        assert_eq!(map.record_probe(0, Some(Failure::Timeout), 1), None);
+        let t = map
+            .record_probe(0, Some(Failure::Timeout), 2)
+            .expect("second miss flips");
+        assert_eq!((t.from, t.to), (Verdict::Up, Verdict::Down));
     }
 
     proptest! {
@@ -227,7 +465,7 @@ mod tests {
         fn attempt_order_is_a_prioritised_permutation(
             events in proptest::collection::vec((0usize..4, any::<bool>(), any::<bool>()), 0..200)
         ) {
-            let mut map = HealthMap::new(4, 2, 10);
+            let mut map = HealthMap::new(4, 2, 1, 10);
             for (step, (origin, is_probe, good)) in events.into_iter().enumerate() {
                 let now = step as u64 * 7;
                 if is_probe {
@@ -251,7 +489,7 @@ mod tests {
         /// since its last failure.
         #[test]
         fn no_fail_back_before_rise(results in proptest::collection::vec(any::<bool>(), 0..100), rise in 1u32..5) {
-            let mut map = HealthMap::new(1, rise, 10);
+            let mut map = HealthMap::new(1, rise, 1, 10);
             map.record_failure(0, Failure::Timeout, 0);
             let mut good_in_a_row = 0;
             for (step, good) in results.into_iter().enumerate() {

@@ -61,10 +61,23 @@ mod tests {
         assert_eq!(BodyPlan::choose(false, None, CAP), BodyPlan::Empty);
         assert_eq!(BodyPlan::choose(false, Some("10"), CAP), BodyPlan::Empty);
         assert_eq!(BodyPlan::choose(true, Some("0"), CAP), BodyPlan::Empty);
-        assert_eq!(BodyPlan::choose(true, Some("1024"), CAP), BodyPlan::Buffered);
-        assert_eq!(BodyPlan::choose(true, Some(" 12 "), CAP), BodyPlan::Buffered);
-        assert_eq!(BodyPlan::choose(true, Some("1025"), CAP), BodyPlan::Streamed);
-        assert_eq!(BodyPlan::choose(true, None, CAP), BodyPlan::Streamed, "chunked");
+        assert_eq!(
+            BodyPlan::choose(true, Some("1024"), CAP),
+            BodyPlan::Buffered
+        );
+        assert_eq!(
+            BodyPlan::choose(true, Some(" 12 "), CAP),
+            BodyPlan::Buffered
+        );
+        assert_eq!(
+            BodyPlan::choose(true, Some("1025"), CAP),
+            BodyPlan::Streamed
+        );
+        assert_eq!(
+            BodyPlan::choose(true, None, CAP),
+            BodyPlan::Streamed,
+            "chunked"
+        );
         assert_eq!(BodyPlan::choose(true, Some("-1"), CAP), BodyPlan::Streamed);
         assert_eq!(BodyPlan::choose(true, Some("x"), CAP), BodyPlan::Streamed);
     }
@@ -79,8 +92,14 @@ mod tests {
                 Failure::Status(500),
                 Failure::Status(530),
             ] {
-                assert!(may_try_next(method, BodyPlan::Buffered, failure), "{method} {failure}");
-                assert!(may_try_next(method, BodyPlan::Empty, failure), "{method} {failure}");
+                assert!(
+                    may_try_next(method, BodyPlan::Buffered, failure),
+                    "{method} {failure}"
+                );
+                assert!(
+                    may_try_next(method, BodyPlan::Empty, failure),
+                    "{method} {failure}"
+                );
             }
         }
     }
@@ -114,7 +133,11 @@ mod tests {
     fn streamed_bodies_are_never_replayed() {
         for method in ["GET", "PUT", "POST"] {
             assert!(!may_try_next(method, BodyPlan::Streamed, Failure::Refused));
-            assert!(!may_try_next(method, BodyPlan::Streamed, Failure::Status(530)));
+            assert!(!may_try_next(
+                method,
+                BodyPlan::Streamed,
+                Failure::Status(530)
+            ));
         }
     }
 }

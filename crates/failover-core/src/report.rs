@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::classify::Failure;
 use crate::config::WorkerConfig;
 use crate::health::{HealthMap, Transition};
+use crate::shared::SharedVerdict;
 
 /// What was built into the deployed Worker.
 #[derive(Clone, Copy, Debug)]
@@ -17,20 +18,30 @@ pub struct BuildInfo<'a> {
 
 /// `{"event":"health",...}`: an origin's verdict flipped.
 pub fn health_change(config: &WorkerConfig, t: &Transition) -> String {
-    let origin = config.origins.get(t.origin).map_or("?", |o| o.name.as_str());
+    let origin = config
+        .origins
+        .get(t.origin)
+        .map_or("?", |o| o.name.as_str());
     json!({
         "event": "health",
         "origin": origin,
         "from": t.from.as_str(),
         "to": t.to.as_str(),
         "reason": t.reason,
+        "source": t.source.as_str(),
     })
     .to_string()
 }
 
 /// `{"event":"attempt_failed",...}`: one attempt failed; `next` says what the
 /// Worker does about it.
-pub fn attempt_failed(config: &WorkerConfig, origin: usize, method: &str, failure: Failure, next: &str) -> String {
+pub fn attempt_failed(
+    config: &WorkerConfig,
+    origin: usize,
+    method: &str,
+    failure: Failure,
+    next: &str,
+) -> String {
     let name = config.origins.get(origin).map_or("?", |o| o.name.as_str());
     json!({
         "event": "attempt_failed",
@@ -47,8 +58,23 @@ pub fn config_error(problem: &str) -> String {
     json!({ "event": "config_error", "error": problem }).to_string()
 }
 
+fn view(v: SharedVerdict) -> Value {
+    json!({ "state": v.verdict.as_str(), "since_ms": v.since_ms, "confirmed_ms": v.confirmed_ms })
+}
+
+/// `{"event":"shared_health_error",...}`: the colo cache or the global
+/// checker could not be used; the local map carries on.
+pub fn shared_error(what: &str, error: &str) -> String {
+    json!({ "event": "shared_health_error", "what": what, "error": error }).to_string()
+}
+
 /// The status endpoint's body.
-pub fn status(config: &WorkerConfig, health: &HealthMap, build: BuildInfo<'_>, now_ms: u64) -> String {
+pub fn status(
+    config: &WorkerConfig,
+    health: &HealthMap,
+    build: BuildInfo<'_>,
+    now_ms: u64,
+) -> String {
     let origins: Vec<Value> = config
         .origins
         .iter()
@@ -63,6 +89,9 @@ pub fn status(config: &WorkerConfig, health: &HealthMap, build: BuildInfo<'_>, n
                 "bad_streak": h.bad_streak(),
                 "last_error": h.last_error().map(Failure::label),
                 "last_change_ms": h.last_change_ms(),
+                "local": h.verdict().as_str(),
+                "colo": h.colo_view().map(view),
+                "global": h.global_view().map(view),
             })
         })
         .collect();
@@ -81,6 +110,8 @@ pub fn status(config: &WorkerConfig, health: &HealthMap, build: BuildInfo<'_>, n
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shared::Source;
+    use crate::streak::Verdict;
 
     fn config() -> WorkerConfig {
         WorkerConfig::from_vars(|k| {
@@ -92,10 +123,18 @@ mod tests {
     #[test]
     fn status_document() {
         let c = config();
-        let mut h = HealthMap::new(2, 2, 1000);
+        let mut h = HealthMap::new(2, 2, 1, 1000);
         h.record_failure(0, Failure::Status(530), 42);
-        let doc: Value = serde_json::from_str(&status(&c, &h, BuildInfo { version: "1.2.3", revision: "abc" }, 50))
-            .expect("json");
+        let doc: Value = serde_json::from_str(&status(
+            &c,
+            &h,
+            BuildInfo {
+                version: "1.2.3",
+                revision: "abc",
+            },
+            50,
+        ))
+        .expect("json");
         assert_eq!(doc["version"], "1.2.3");
         assert_eq!(doc["revision"], "abc");
         assert_eq!(doc["origins"][0]["name"], "primary");
@@ -105,17 +144,53 @@ mod tests {
         assert_eq!(doc["origins"][0]["last_change_ms"], 42);
         assert_eq!(doc["origins"][1]["state"], "up");
         assert_eq!(doc["origins"][1]["last_error"], Value::Null);
+        assert_eq!(doc["origins"][0]["colo"], Value::Null);
+        h.adopt(
+            1,
+            SharedVerdict {
+                verdict: Verdict::Down,
+                since_ms: 40,
+                confirmed_ms: 45,
+            },
+            Source::Global,
+            50,
+            1000,
+        );
+        let doc: Value = serde_json::from_str(&status(
+            &c,
+            &h,
+            BuildInfo {
+                version: "1",
+                revision: "r",
+            },
+            50,
+        ))
+        .expect("json");
+        assert_eq!(
+            doc["origins"][1]["global"],
+            json!({"state":"down","since_ms":40,"confirmed_ms":45})
+        );
+        assert_eq!(doc["origins"][1]["state"], "down");
     }
 
     #[test]
     fn log_lines_are_json() {
         let c = config();
-        let mut h = HealthMap::new(2, 2, 1000);
+        let mut h = HealthMap::new(2, 2, 1, 1000);
         let t = h.record_failure(1, Failure::Timeout, 1).expect("flip");
         let line: Value = serde_json::from_str(&health_change(&c, &t)).expect("json");
-        assert_eq!(line, json!({"event":"health","origin":"replica","from":"up","to":"down","reason":"timeout"}));
-        let line: Value =
-            serde_json::from_str(&attempt_failed(&c, 0, "GET", Failure::Refused, "try replica")).expect("json");
+        assert_eq!(
+            line,
+            json!({"event":"health","origin":"replica","from":"up","to":"down","reason":"timeout","source":"local"})
+        );
+        let line: Value = serde_json::from_str(&attempt_failed(
+            &c,
+            0,
+            "GET",
+            Failure::Refused,
+            "try replica",
+        ))
+        .expect("json");
         assert_eq!(line["failure"], "refused");
         assert_eq!(line["next"], "try replica");
         let line: Value = serde_json::from_str(&config_error("bad \"x\"")).expect("json");

@@ -15,7 +15,10 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// True when an `Authorization` header value carries exactly `Bearer <token>`.
 pub fn bearer_matches(header: Option<&str>, token: &str) -> bool {
     let presented = header
-        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+        .and_then(|h| {
+            h.strip_prefix("Bearer ")
+                .or_else(|| h.strip_prefix("bearer "))
+        })
         .unwrap_or("");
     // Compare even when absent, so a missing header costs the same time.
     constant_time_eq(presented.trim().as_bytes(), token.as_bytes()) && !token.is_empty()
@@ -42,6 +45,9 @@ mod tests {
         assert!(!bearer_matches(Some("s3cret"), "s3cret"));
         assert!(!bearer_matches(Some("Basic s3cret"), "s3cret"));
         assert!(!bearer_matches(None, "s3cret"));
-        assert!(!bearer_matches(Some("Bearer "), ""), "an empty token never matches");
+        assert!(
+            !bearer_matches(Some("Bearer "), ""),
+            "an empty token never matches"
+        );
     }
 }

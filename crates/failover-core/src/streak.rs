@@ -129,6 +129,9 @@ mod tests {
         let mut s = Streak::new(Verdict::Up, 3, 3);
         s.observe(false);
         s.reset(Verdict::Down);
-        assert_eq!((s.verdict(), s.good_streak(), s.bad_streak()), (Verdict::Down, 0, 0));
+        assert_eq!(
+            (s.verdict(), s.good_streak(), s.bad_streak()),
+            (Verdict::Down, 0, 0)
+        );
     }
 }

@@ -66,13 +66,29 @@ mod tests {
         let table = [
             ("https://site.example/", "https://primary.example.com/"),
             ("https://site.example", "https://primary.example.com/"),
-            ("https://site.example/a/b?x=1&y=%2F%20+", "https://primary.example.com/a/b?x=1&y=%2F%20+"),
-            ("https://site.example:8443/p?q#frag", "https://primary.example.com/p?q"),
-            ("https://site.example?only=query", "https://primary.example.com/?only=query"),
-            ("http://site.example/%2e%2e/%2F/", "https://primary.example.com/%2e%2e/%2F/"),
+            (
+                "https://site.example/a/b?x=1&y=%2F%20+",
+                "https://primary.example.com/a/b?x=1&y=%2F%20+",
+            ),
+            (
+                "https://site.example:8443/p?q#frag",
+                "https://primary.example.com/p?q",
+            ),
+            (
+                "https://site.example?only=query",
+                "https://primary.example.com/?only=query",
+            ),
+            (
+                "http://site.example/%2e%2e/%2F/",
+                "https://primary.example.com/%2e%2e/%2F/",
+            ),
         ];
         for (incoming, expected) in table {
-            assert_eq!(upstream_url(ORIGIN, incoming).as_deref(), Some(expected), "{incoming}");
+            assert_eq!(
+                upstream_url(ORIGIN, incoming).as_deref(),
+                Some(expected),
+                "{incoming}"
+            );
         }
     }
 
@@ -89,7 +105,11 @@ mod tests {
         ];
         for incoming in hostile {
             let url = upstream_url(ORIGIN, incoming).expect("joined");
-            assert_eq!(authority(&url), "primary.example.com", "{incoming} -> {url}");
+            assert_eq!(
+                authority(&url),
+                "primary.example.com",
+                "{incoming} -> {url}"
+            );
         }
     }
 

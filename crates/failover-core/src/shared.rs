@@ -1,0 +1,179 @@
+//! Verdicts shared between isolates: through the colo's cache (one isolate's
+//! discovery spares the others a timeout) and from the global health checker
+//! (a Durable Object). A shared verdict is a hint with a timestamp, never
+//! trusted over fresher local evidence (see `HealthMap::adopt`).
+//!
+//! Wire format, chosen to be parsed without serde on the request path:
+//! one verdict is `down 1796024281610 1796024311610` (state, since when,
+//! last confirmed; ms since the epoch); a map from the global checker is one
+//! `name state since confirmed` line per origin.
+
+use crate::streak::Verdict;
+
+/// Where a verdict came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// This isolate's own attempts and probes.
+    Local,
+    /// Another isolate in the same location, through the Cache API.
+    Colo,
+    /// The global health checker (Durable Object).
+    Global,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Local => "local",
+            Source::Colo => "colo",
+            Source::Global => "global",
+        }
+    }
+}
+
+/// A verdict as published. `since_ms` says how new the news is (it is
+/// adopted only if newer than what the reader saw itself); `confirmed_ms`
+/// says whether it still holds (it is ignored once older than a max age).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedVerdict {
+    pub verdict: Verdict,
+    /// When the publisher's verdict last flipped, ms since the epoch.
+    pub since_ms: u64,
+    /// When the publisher last saw evidence for it.
+    pub confirmed_ms: u64,
+}
+
+impl SharedVerdict {
+    pub fn encode(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.verdict.as_str(),
+            self.since_ms,
+            self.confirmed_ms
+        )
+    }
+
+    /// None for anything malformed: an unreadable entry is ignored.
+    pub fn decode(text: &str) -> Option<SharedVerdict> {
+        let mut parts = text.split_ascii_whitespace();
+        let verdict = parse_verdict(parts.next()?)?;
+        let since_ms = parts.next()?.parse().ok()?;
+        let confirmed_ms = parts.next()?.parse().ok()?;
+        let sane = since_ms <= confirmed_ms;
+        (sane && parts.next().is_none()).then_some(SharedVerdict {
+            verdict,
+            since_ms,
+            confirmed_ms,
+        })
+    }
+}
+
+fn parse_verdict(word: &str) -> Option<Verdict> {
+    match word {
+        "up" => Some(Verdict::Up),
+        "down" => Some(Verdict::Down),
+        _ => None,
+    }
+}
+
+/// The global checker's answer: one `name state since confirmed` line per origin.
+pub fn encode_map<'a>(entries: impl IntoIterator<Item = (&'a str, SharedVerdict)>) -> String {
+    let mut out = String::new();
+    for (name, v) in entries {
+        out.push_str(name);
+        out.push(' ');
+        out.push_str(&v.encode());
+        out.push('\n');
+    }
+    out
+}
+
+/// Parses `encode_map`'s output; malformed lines are skipped.
+pub fn decode_map(text: &str) -> Vec<(&str, SharedVerdict)> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.trim().split_once(' ')?;
+            Some((name, SharedVerdict::decode(rest)?))
+        })
+        .collect()
+}
+
+/// A "do this at most once per period" timer, for cache reads and checker
+/// consultations that must not run on every request.
+#[derive(Clone, Debug)]
+pub struct Cadence {
+    every_ms: u64,
+    last_ms: Option<u64>,
+}
+
+impl Cadence {
+    pub fn new(every_ms: u64) -> Cadence {
+        Cadence {
+            every_ms,
+            last_ms: None,
+        }
+    }
+
+    /// True (and the period restarts) when the period has passed.
+    pub fn take(&mut self, now_ms: u64) -> bool {
+        let due = self
+            .last_ms
+            .is_none_or(|last| now_ms.saturating_sub(last) >= self.every_ms);
+        if due {
+            self.last_ms = Some(now_ms);
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(verdict: Verdict, since_ms: u64, confirmed_ms: u64) -> SharedVerdict {
+        SharedVerdict {
+            verdict,
+            since_ms,
+            confirmed_ms,
+        }
+    }
+
+    #[test]
+    fn verdict_round_trip_and_garbage() {
+        let verdict = v(Verdict::Down, 1_796_024_281_610, 1_796_024_311_610);
+        assert_eq!(verdict.encode(), "down 1796024281610 1796024311610");
+        assert_eq!(SharedVerdict::decode(&verdict.encode()), Some(verdict));
+        for bad in [
+            "",
+            "down",
+            "down 1",
+            "sideways 1 2",
+            "up -1 2",
+            "up 1 2 3",
+            "up x 2",
+            "up 5 4",
+            "<html>",
+        ] {
+            assert_eq!(SharedVerdict::decode(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn map_round_trip_skips_bad_lines() {
+        let up = v(Verdict::Up, 5, 6);
+        let down = v(Verdict::Down, 7, 8);
+        let text = encode_map([("primary", down), ("replica", up)]);
+        assert_eq!(text, "primary down 7 8\nreplica up 5 6\n");
+        let noisy = format!("{text}garbage\nx y z\n");
+        assert_eq!(decode_map(&noisy), vec![("primary", down), ("replica", up)]);
+    }
+
+    #[test]
+    fn cadence() {
+        let mut c = Cadence::new(1000);
+        assert!(c.take(50));
+        assert!(!c.take(1049));
+        assert!(c.take(1050));
+        assert!(!c.take(1051));
+    }
+}

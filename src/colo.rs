@@ -1,0 +1,105 @@
+//! Colo-wide health through the Cache API (`caches.default`): when this
+//! isolate flips an origin, it writes the verdict under a synthetic key with
+//! a short TTL; every isolate of the location reads those keys (at most once
+//! a second, before choosing an origin), so one discovery of a dead primary
+//! costs one client a timeout per location instead of one per isolate.
+//! Only works on a custom domain (the Cache API is a no-op on workers.dev).
+
+use std::rc::Rc;
+
+use failover_core::report;
+use failover_core::shared::{SharedVerdict, Source};
+use futures_util::future::join_all;
+use worker::{Cache, Context, Headers, Response};
+
+use crate::isolate::Isolate;
+use crate::{clock, log};
+
+/// Reads are this far apart at most, per isolate.
+const READ_EVERY_MS: u64 = 1_000;
+
+fn key(origin_name: &str) -> String {
+    format!("https://tunnel-failover.internal/health/{origin_name}")
+}
+
+/// How long a shared verdict stays in the cache and is trusted: two probe
+/// intervals. By then the isolates that adopted it have probed for themselves.
+pub fn max_age_ms(isolate: &Isolate) -> u64 {
+    isolate.config.health_interval_ms.saturating_mul(2)
+}
+
+pub fn read_every_ms(health_interval_ms: u64) -> u64 {
+    READ_EVERY_MS.min(health_interval_ms)
+}
+
+/// Reads every origin's colo verdict if the read is due, adopting the fresh
+/// ones. Failures to read are ignored: the local map keeps working.
+pub async fn refresh(isolate: &Isolate, now_ms: u64) {
+    if !isolate.config.colo_health || !isolate.colo_reads.borrow_mut().take(now_ms) {
+        return;
+    }
+    let cache = Cache::default();
+    let reads = isolate.config.origins.iter().map(|o| read(&cache, &o.name));
+    let verdicts = join_all(reads).await;
+    let now_ms = clock::now_ms();
+    let max_age = max_age_ms(isolate);
+    for (origin, verdict) in verdicts.into_iter().enumerate() {
+        let Some(verdict) = verdict else { continue };
+        let change =
+            isolate
+                .health
+                .borrow_mut()
+                .adopt(origin, verdict, Source::Colo, now_ms, max_age);
+        if let Some(change) = change {
+            log::line(&report::health_change(&isolate.config, &change));
+        }
+    }
+}
+
+async fn read(cache: &Cache, origin_name: &str) -> Option<SharedVerdict> {
+    let mut res = cache.get(key(origin_name), true).await.ok()??;
+    let text = res.text().await.ok()?;
+    SharedVerdict::decode(&text)
+}
+
+/// Shares what this isolate found about an origin, without delaying the
+/// client.
+pub fn publish(ctx: &Context, isolate: &Rc<Isolate>, origin: usize) {
+    if !isolate.config.colo_health {
+        return;
+    }
+    let isolate = Rc::clone(isolate);
+    ctx.wait_until(async move { write(&isolate, origin).await });
+}
+
+/// Writes this isolate's verdict on an origin to the cache; for callers
+/// already off the request path (probes).
+pub async fn write(isolate: &Isolate, origin: usize) {
+    if !isolate.config.colo_health {
+        return;
+    }
+    let Some(target) = isolate.config.origins.get(origin) else {
+        return;
+    };
+    let Some(verdict) = isolate
+        .health
+        .borrow()
+        .verdict_to_share(origin, clock::now_ms())
+    else {
+        return;
+    };
+    let headers = Headers::new();
+    let ttl_s = max_age_ms(isolate).div_ceil(1000).max(1);
+    if headers
+        .set("cache-control", &format!("max-age={ttl_s}"))
+        .is_err()
+    {
+        return;
+    }
+    let Ok(res) = Response::ok(verdict.encode()).map(|r| r.with_headers(headers)) else {
+        return;
+    };
+    if let Err(e) = Cache::default().put(key(&target.name), res).await {
+        log::line(&report::shared_error("colo write", &e.to_string()));
+    }
+}
