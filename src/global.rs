@@ -9,6 +9,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::time::Duration;
 
 use failover_core::classify::{classify_status, Failure};
 use failover_core::config::WorkerConfig;
@@ -91,7 +92,7 @@ pub async fn keep_alive(env: &Env) {
     }
 }
 
-#[durable_object]
+#[durable_object(alarm)]
 pub struct HealthChecker {
     state: State,
     env: Env,
@@ -135,10 +136,8 @@ impl DurableObject for HealthChecker {
             Err(problem) => return Response::error(problem, 500),
         };
         if self.state.storage().get_alarm().await?.is_none() {
-            self.state
-                .storage()
-                .set_alarm(clock::now_ms() as i64)
-                .await?;
+            // The first round runs at once; the alarm then re-arms itself.
+            self.state.storage().set_alarm(Duration::ZERO).await?;
         }
         Response::ok(checker.verdicts())
     }
@@ -156,8 +155,8 @@ impl DurableObject for HealthChecker {
             .storage()
             .put(STORAGE_KEY, checker.verdicts())
             .await?;
-        let next = clock::now_ms().saturating_add(checker.config.health_interval_ms);
-        self.state.storage().set_alarm(next as i64).await?;
+        let interval = Duration::from_millis(checker.config.health_interval_ms);
+        self.state.storage().set_alarm(interval).await?;
         Response::ok("")
     }
 }

@@ -58,12 +58,12 @@ async fn proxy(
 ) -> web_sys::Response {
     let config = &isolate.config;
     let url = req.url();
-    if status::is_status_request(&req, &url, config) {
-        return status::answer(&req, isolate);
-    }
     let now = clock::now_ms();
     colo::refresh(isolate, now).await;
     global::consult_if_due(ctx, env, isolate, now);
+    if status::is_status_request(&req, &url, config) {
+        return status::answer(&req, isolate);
+    }
     probe::start_due(ctx, isolate, now);
 
     let method = req.method();

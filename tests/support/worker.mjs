@@ -64,3 +64,44 @@ export async function eventually(fn, { timeoutMs = 10000, everyMs = 50 } = {}) {
     await sleep(everyMs);
   }
 }
+
+// Several Workers in one workerd: each is its own isolate with its own
+// health map, and they share one cache, as isolates of one location do.
+// `workers` is a list of { name, bindings, durableObjects? }; extra raw
+// Miniflare worker definitions (e.g. a failing Durable Object) go in `extra`.
+export async function startIsolates(workers, extra = []) {
+  const logs = [];
+  const mf = new Miniflare({
+    workers: [
+      ...workers.map((w) => ({
+        name: w.name,
+        modules: [
+          { type: "ESModule", path: path.join(build, "index.js") },
+          { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
+        ],
+        modulesRoot: build,
+        compatibilityDate: "2026-08-01",
+        bindings: w.bindings,
+        durableObjects: w.durableObjects,
+        routes: [`${w.name}.test/*`],
+      })),
+      ...extra,
+    ],
+    handleRuntimeStdio(stdout, stderr) {
+      for (const stream of [stdout, stderr]) {
+        stream.setEncoding("utf8");
+        stream.on("data", (text) => logs.push(...text.split("\n").filter(Boolean)));
+      }
+    },
+  });
+  await mf.ready;
+  return {
+    mf,
+    logs,
+    // Requests go to the named Worker (its route), all through one workerd.
+    fetch(name, p, init) {
+      return mf.dispatchFetch(`http://${name}.test${p}`, { redirect: "manual", ...init });
+    },
+    dispose: () => mf.dispose(),
+  };
+}

@@ -1,0 +1,166 @@
+// Health shared beyond one isolate: the colo cache and the global checker.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { startOrigin } from "./support/origin.mjs";
+import { startIsolates, originsVar, eventually, sleep } from "./support/worker.mjs";
+
+const token = "t0ken";
+async function status(isolates, name) {
+  const res = await isolates.fetch(name, "/__failover/status", { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+async function twoIsolates(vars) {
+  const primary = await startOrigin("primary");
+  const replica = await startOrigin("replica");
+  const bindings = { ORIGINS: originsVar(primary, replica), STATUS_TOKEN: token, ATTEMPT_TIMEOUT_MS: "400", ...vars };
+  const isolates = await startIsolates([
+    { name: "a", bindings },
+    { name: "b", bindings },
+  ]);
+  const close = async () => {
+    await isolates.dispose();
+    await primary.stop();
+    await replica.stop();
+  };
+  return { primary, replica, isolates, close };
+}
+
+test("colo: one isolate's timeout spares the other isolates of the location", async () => {
+  const { primary, isolates, close } = await twoIsolates({});
+  try {
+    primary.mode = "hang";
+    const first = await isolates.fetch("a", "/page");
+    assert.equal(first.headers.get("x-served-by"), "replica");
+    await first.arrayBuffer();
+    const hits = primary.hits("/page");
+    assert.equal(hits, 1, "isolate a waited on the hanging primary once");
+    // Isolate b never talked to the primary; the shared verdict is enough.
+    await eventually(async () => (await status(isolates, "b")).origins[0].colo?.state === "down");
+    const second = await isolates.fetch("b", "/page");
+    assert.equal(second.headers.get("x-served-by"), "replica");
+    await second.arrayBuffer();
+    assert.equal(primary.hits("/page"), hits, "isolate b skipped the primary without a timeout");
+    const doc = await status(isolates, "b");
+    assert.equal(doc.origins[0].local, "down");
+  } finally {
+    await close();
+  }
+});
+
+test("colo off: each isolate finds the dead primary on its own (today's behaviour)", async () => {
+  const { primary, isolates, close } = await twoIsolates({ COLO_HEALTH: "off" });
+  try {
+    primary.mode = "hang";
+    await (await isolates.fetch("a", "/page")).arrayBuffer();
+    await sleep(300);
+    await (await isolates.fetch("b", "/page")).arrayBuffer();
+    assert.equal(primary.hits("/page"), 2, "both isolates paid a timeout");
+    assert.equal((await status(isolates, "b")).origins[0].colo, null);
+  } finally {
+    await close();
+  }
+});
+
+test("colo: a recovered primary is shared too", async () => {
+  const { primary, isolates, close } = await twoIsolates({ HEALTH_INTERVAL_MS: "200", HEALTH_RISE: "2" });
+  try {
+    primary.mode = 503;
+    await (await isolates.fetch("a", "/")).arrayBuffer();
+    await eventually(async () => (await status(isolates, "b")).origins[0].local === "down");
+    primary.mode = "ok";
+    // Isolate a's probes bring the primary back; b follows through the cache.
+    await eventually(async () => {
+      const res = await isolates.fetch("a", "/");
+      await res.arrayBuffer();
+      return res.headers.get("x-served-by") === "primary";
+    });
+    await eventually(async () => {
+      const res = await isolates.fetch("b", "/");
+      await res.arrayBuffer();
+      return res.headers.get("x-served-by") === "primary";
+    });
+  } finally {
+    await close();
+  }
+});
+
+const checker = { HEALTH_CHECKER: "HealthChecker" };
+
+test("global: the checker flips an origin after HEALTH_FALL failed probes and isolates adopt it", async () => {
+  const primary = await startOrigin("primary");
+  const replica = await startOrigin("replica");
+  const bindings = {
+    ORIGINS: originsVar(primary, replica),
+    STATUS_TOKEN: token,
+    HEALTH_INTERVAL_MS: "200",
+    HEALTH_RISE: "2",
+    HEALTH_FALL: "3",
+    COLO_HEALTH: "off",
+  };
+  const isolates = await startIsolates([{ name: "a", bindings, durableObjects: checker }]);
+  try {
+    // The cron tick starts the checker with no client traffic at all.
+    const worker = await isolates.mf.getWorker("a");
+    await worker.scheduled({ cron: "* * * * *" });
+    await eventually(() => primary.hits("/health") >= 2);
+    primary.mode = 503;
+    const downAt = primary.hits("/health");
+    // Requests consult the checker in the background; its verdict arrives.
+    await eventually(async () => {
+      const res = await isolates.fetch("a", "/__failover/status", { headers: { authorization: `Bearer ${token}` } });
+      return (await res.json()).origins[0].global?.state === "down";
+    });
+    assert.ok(primary.hits("/health") - downAt >= 3, "not before HEALTH_FALL failed probes");
+    const doc = await status(isolates, "a");
+    assert.equal(doc.origins[0].local, "down", "adopted without the isolate ever failing a request");
+    const pagesBefore = primary.hits("/page");
+    const res = await isolates.fetch("a", "/page");
+    assert.equal(res.headers.get("x-served-by"), "replica");
+    await res.arrayBuffer();
+    assert.equal(primary.hits("/page"), pagesBefore);
+    // And back after HEALTH_RISE good probes.
+    primary.mode = "ok";
+    await eventually(async () => (await status(isolates, "a")).origins[0].global?.state === "up");
+  } finally {
+    await isolates.dispose();
+    await primary.stop();
+    await replica.stop();
+  }
+});
+
+test("global: a failing checker never stops the Worker from serving", async () => {
+  const primary = await startOrigin("primary");
+  const replica = await startOrigin("replica");
+  const bindings = { ORIGINS: originsVar(primary, replica), STATUS_TOKEN: token, HEALTH_INTERVAL_MS: "100" };
+  const broken = {
+    name: "broken",
+    modules: true,
+    script: `export class Broken { fetch() { throw new Error("checker exploded"); } }
+             export default { fetch() { return new Response("unused"); } }`,
+    compatibilityDate: "2026-08-01",
+  };
+  const isolates = await startIsolates(
+    [{ name: "a", bindings, durableObjects: { HEALTH_CHECKER: { className: "Broken", scriptName: "broken" } } }],
+    [broken],
+  );
+  try {
+    for (let i = 0; i < 5; i++) {
+      const res = await isolates.fetch("a", `/page${i}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("x-served-by"), "primary");
+      await res.arrayBuffer();
+      await sleep(120);
+    }
+    primary.mode = 503;
+    const res = await isolates.fetch("a", "/page");
+    assert.equal(res.headers.get("x-served-by"), "replica", "local failover still works");
+    await res.arrayBuffer();
+    await eventually(() => isolates.logs.some((l) => l.includes("shared_health_error")));
+  } finally {
+    await isolates.dispose();
+    await primary.stop();
+    await replica.stop();
+  }
+});
