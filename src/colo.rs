@@ -41,17 +41,10 @@ pub async fn refresh(isolate: &Isolate, now_ms: u64) {
     let cache = Cache::default();
     let reads = isolate.config.origins.iter().map(|o| read(&cache, &o.name));
     let verdicts = join_all(reads).await;
-    let now_ms = clock::now_ms();
     let max_age = max_age_ms(isolate);
     for (origin, verdict) in verdicts.into_iter().enumerate() {
-        let Some(verdict) = verdict else { continue };
-        let change =
-            isolate
-                .health
-                .borrow_mut()
-                .adopt(origin, verdict, Source::Colo, now_ms, max_age);
-        if let Some(change) = change {
-            log::line(&report::health_change(&isolate.config, &change));
+        if let Some(verdict) = verdict {
+            isolate.adopt(origin, verdict, Source::Colo, max_age);
         }
     }
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use failover_core::classify::{classify_fetch_error, classify_status, Failure};
+use failover_core::config::Origin;
 use futures_util::future::{select, Either};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
@@ -71,6 +72,20 @@ pub async fn send(
             controller.abort();
             Err(Failure::Timeout)
         }
+    }
+}
+
+/// One health probe: GET the origin's health path. Judged like any
+/// attempt: None when the origin answered with something a client could use.
+pub async fn probe(origin: &Origin, timeout_ms: u64) -> Option<Failure> {
+    let url = format!("{}{}", origin.base, origin.health_path);
+    match send(&url, "GET", None, None, timeout_ms).await {
+        Ok(res) => {
+            let failure = classify_status(res.status());
+            discard(Some(res));
+            failure
+        }
+        Err(failure) => Some(failure),
     }
 }
 

@@ -11,7 +11,6 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use failover_core::classify::{classify_status, Failure};
 use failover_core::config::WorkerConfig;
 use failover_core::health::HealthMap;
 use failover_core::report;
@@ -61,19 +60,10 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
 }
 
 fn adopt_all(isolate: &Isolate, text: &str) {
-    let now_ms = clock::now_ms();
     let max_age = max_age_ms(&isolate.config);
     for (name, verdict) in decode_map(text) {
-        let Some(origin) = isolate.config.origins.iter().position(|o| o.name == name) else {
-            continue;
-        };
-        let change =
-            isolate
-                .health
-                .borrow_mut()
-                .adopt(origin, verdict, Source::Global, now_ms, max_age);
-        if let Some(change) = change {
-            log::line(&report::health_change(&isolate.config, &change));
+        if let Some(origin) = isolate.config.origins.iter().position(|o| o.name == name) {
+            isolate.adopt(origin, verdict, Source::Global, max_age);
         }
     }
 }
@@ -199,16 +189,7 @@ async fn probe(checker: &Checker, origin: usize) {
     let Some(target) = checker.config.origins.get(origin) else {
         return;
     };
-    let url = format!("{}{}", target.base, target.health_path);
-    let timeout = checker.config.attempt_timeout_ms;
-    let result: Option<Failure> = match forward::send(&url, "GET", None, None, timeout).await {
-        Ok(res) => {
-            let failure = classify_status(res.status());
-            forward::discard(Some(res));
-            failure
-        }
-        Err(failure) => Some(failure),
-    };
+    let result = forward::probe(target, checker.config.attempt_timeout_ms).await;
     let change = checker
         .health
         .borrow_mut()

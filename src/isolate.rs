@@ -7,7 +7,7 @@ use std::rc::Rc;
 use failover_core::config::{WorkerConfig, SETTINGS};
 use failover_core::health::HealthMap;
 use failover_core::report;
-use failover_core::shared::Cadence;
+use failover_core::shared::{Cadence, SharedVerdict, Source};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, Env};
 
@@ -19,6 +19,22 @@ pub struct Isolate {
     pub colo_reads: RefCell<Cadence>,
     /// When the global checker was last consulted.
     pub global_reads: RefCell<Cadence>,
+}
+
+impl Isolate {
+    /// Offers a shared verdict to the health map, logging a flip it causes.
+    pub fn adopt(&self, origin: usize, verdict: SharedVerdict, source: Source, max_age_ms: u64) {
+        let change = self.health.borrow_mut().adopt(
+            origin,
+            verdict,
+            source,
+            crate::clock::now_ms(),
+            max_age_ms,
+        );
+        if let Some(change) = change {
+            crate::log::line(&report::health_change(&self.config, &change));
+        }
+    }
 }
 
 #[derive(Clone)]

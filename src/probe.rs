@@ -4,7 +4,6 @@
 
 use std::rc::Rc;
 
-use failover_core::classify::{classify_status, Failure};
 use failover_core::report;
 use futures_util::future::join_all;
 use worker::Context;
@@ -33,16 +32,7 @@ async fn probe(isolate: Rc<Isolate>, origin: usize) {
     let Some(target) = isolate.config.origins.get(origin) else {
         return;
     };
-    let url = format!("{}{}", target.base, target.health_path);
-    let result: Option<Failure> =
-        match forward::send(&url, "GET", None, None, isolate.config.attempt_timeout_ms).await {
-            Ok(res) => {
-                let failure = classify_status(res.status());
-                forward::discard(Some(res));
-                failure
-            }
-            Err(failure) => Some(failure),
-        };
+    let result = forward::probe(target, isolate.config.attempt_timeout_ms).await;
     let change = isolate
         .health
         .borrow_mut()
