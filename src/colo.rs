@@ -1,7 +1,7 @@
 //! Colo-wide health through the Cache API (`caches.default`): when this
 //! isolate flips an origin, it writes the verdict under a synthetic key with
-//! a short TTL; every isolate of the location reads those keys (at most once
-//! a second, before choosing an origin), so one discovery of a dead primary
+//! a short TTL; every isolate of the location reads those keys (at most every
+//! 250 ms, before choosing an origin), so one discovery of a dead primary
 //! costs one client a timeout per location instead of one per isolate.
 //! Only works on a custom domain (the Cache API is a no-op on workers.dev).
 
@@ -16,7 +16,7 @@ use crate::isolate::Isolate;
 use crate::{clock, log};
 
 /// Reads are this far apart at most, per isolate.
-const READ_EVERY_MS: u64 = 1_000;
+const READ_EVERY_MS: u64 = 250;
 
 fn key(origin_name: &str) -> String {
     format!("https://tunnel-failover.internal/health/{origin_name}")

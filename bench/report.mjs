@@ -1,0 +1,200 @@
+// Turns the JSON lines run.sh collected into one table (stdout) and one JSON
+// document (OUT/bench-<timestamp>.json and OUT/latest.json). Medians over
+// rounds; ratios are product / anchor. Nothing here judges a figure: the
+// machines are shared and noisy, so compare within one run only.
+//
+//   node bench/report.mjs RESULTS.jsonl OUT_DIR --meta '{...}'
+
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+const { positionals, values: opt } = parseArgs({
+  allowPositionals: true,
+  options: { meta: { type: "string", default: "{}" } },
+});
+const [resultsFile, outDir] = positionals;
+const records = readFileSync(resultsFile, "utf8")
+  .split("\n")
+  .filter(Boolean)
+  .map((line) => JSON.parse(line));
+
+const median = (xs) => {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const round1 = (x) => (x === null || x === undefined ? null : Math.round(x * 10) / 10);
+const round3 = (x) => (x === null || x === undefined ? null : Math.round(x * 1000) / 1000);
+
+// ---- throughput and latency ------------------------------------------------
+
+function wrkFigures(labelPrefix, target, size) {
+  const runs = records.filter(
+    (r) => r.kind === "wrk" && r.label.startsWith(labelPrefix) && r.target === target && r.size === size,
+  );
+  if (runs.length === 0) return null;
+  const rps = runs.map((r) => r.result.requests / (r.result.duration_us / 1e6));
+  const errors = runs.reduce((n, r) => n + Object.values(r.result.errors).reduce((a, b) => a + b, 0), 0);
+  return {
+    rounds: runs.length,
+    rps: round1(median(rps)),
+    rps_min: round1(Math.min(...rps)),
+    rps_max: round1(Math.max(...rps)),
+    p50_ms: round3(median(runs.map((r) => r.result.latency_us.p50 / 1000))),
+    p99_ms: round3(median(runs.map((r) => r.result.latency_us.p99 / 1000))),
+    errors,
+  };
+}
+
+const targets = ["product", "anchor", "origin"];
+const loaded = {};
+for (const size of ["2k", "1m"]) {
+  loaded[size] = Object.fromEntries(targets.map((t) => [t, wrkFigures("round", t, size)]));
+}
+const unloaded = Object.fromEntries(targets.map((t) => [t, wrkFigures("unloaded", t, "2k")]));
+
+// ---- failover ------------------------------------------------------------------
+
+const failover = {};
+for (const r of records.filter((r) => r.kind === "failover")) {
+  failover[r.result.fault] ??= {};
+  failover[r.result.fault][r.target] = r.result;
+}
+const killUnderLoad = {};
+for (const r of records.filter((r) => r.kind === "kill_under_load")) {
+  const e = r.result.errors;
+  killUnderLoad[r.target] = {
+    requests: r.result.requests,
+    failed: e.status + e.connect + e.read + e.write + e.timeout,
+    errors: e,
+  };
+}
+
+// ---- sizes and cold start -------------------------------------------------------
+
+const size = records.find((r) => r.kind === "size") ?? {};
+const cold = {};
+for (const t of ["product", "anchor"]) {
+  const ms = records.filter((r) => r.kind === "cold_start" && r.target === t).map((r) => r.result.ms);
+  cold[t] = { reps: ms.length, median_ms: round1(median(ms)), all_ms: ms };
+}
+
+// ---- the table ----------------------------------------------------------------------
+
+const rows = [];
+const num = (x, digits = 0) =>
+  x === null || x === undefined ? "—" : x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const ratio = (a, b) => (a === null || b === null || a === undefined || b === undefined || b === 0 ? null : a / b);
+const row = (figure, product, anchor, r, origin = "") =>
+  rows.push([figure, product, anchor, r === null || r === undefined ? "—" : `${r.toFixed(2)}x`, origin]);
+
+const sizeName = { "2k": "2 KiB", "1m": "1 MiB" };
+for (const s of ["2k", "1m"]) {
+  const { product: p, anchor: a, origin: o } = loaded[s];
+  if (!p || !a) continue;
+  row(`throughput ${sizeName[s]}, req/s (higher is better)`, num(p.rps), num(a.rps), ratio(p.rps, a.rps), o ? num(o.rps) : "");
+  row(`  spread over ${p.rounds} rounds, req/s`, `${num(p.rps_min)}–${num(p.rps_max)}`, `${num(a.rps_min)}–${num(a.rps_max)}`, null, o ? `${num(o.rps_min)}–${num(o.rps_max)}` : "");
+  row(`p50 ${sizeName[s]}, ms`, num(p.p50_ms, 2), num(a.p50_ms, 2), ratio(p.p50_ms, a.p50_ms), o ? num(o.p50_ms, 2) : "");
+  row(`p99 ${sizeName[s]}, ms`, num(p.p99_ms, 2), num(a.p99_ms, 2), ratio(p.p99_ms, a.p99_ms), o ? num(o.p99_ms, 2) : "");
+  if (o) {
+    row(
+      `latency added over origin, p50 ${sizeName[s]}, ms`,
+      num(p.p50_ms - o.p50_ms, 2),
+      num(a.p50_ms - o.p50_ms, 2),
+      ratio(p.p50_ms - o.p50_ms, a.p50_ms - o.p50_ms),
+    );
+  }
+}
+{
+  const { product: p, anchor: a, origin: o } = unloaded;
+  if (p && a) {
+    row("unloaded p50 2 KiB (wrk -c1), ms", num(p.p50_ms, 3), num(a.p50_ms, 3), ratio(p.p50_ms, a.p50_ms), o ? num(o.p50_ms, 3) : "");
+    if (o) {
+      row("  latency added over origin, unloaded, ms", num(p.p50_ms - o.p50_ms, 3), num(a.p50_ms - o.p50_ms, 3), ratio(p.p50_ms - o.p50_ms, a.p50_ms - o.p50_ms));
+    }
+  }
+}
+for (const fault of ["kill", "hang"]) {
+  const f = failover[fault];
+  if (!f) continue;
+  const show = (x) => (!x ? "—" : x.first_good_ms === null ? `none in ${num(x.window_ms)}` : num(x.first_good_ms, 1));
+  const what = fault === "kill" ? "killed" : "hanging (SIGSTOP)";
+  row(`first good response after primary ${what}, ms`, show(f.product), show(f.anchor), ratio(f.product?.first_good_ms ?? null, f.anchor?.first_good_ms ?? null));
+  row(
+    `  failed requests of those sent after the fault`,
+    f.product ? `${f.product.failed_after_fault} of ${f.product.requests_after_fault}` : "—",
+    f.anchor ? `${f.anchor.failed_after_fault} of ${f.anchor.requests_after_fault}` : "—",
+    null,
+  );
+}
+if (killUnderLoad.product || killUnderLoad.anchor) {
+  const show = (k) => (k ? `${num(k.failed)} of ${num(k.requests)}` : "—");
+  row("failed requests, primary killed under load (should be 0)", show(killUnderLoad.product), show(killUnderLoad.anchor), null);
+}
+if (size.wasm_raw) {
+  row("wasm size raw / gzip -9, KB", `${num(size.wasm_raw / 1000, 1)} / ${num(size.wasm_gzip / 1000, 1)}`, "—", null);
+  row(
+    "script size gzip -9 (JS + wasm), KB",
+    num((size.js_gzip + size.wasm_gzip) / 1000, 1),
+    num(size.anchor_gzip / 1000, 1),
+    ratio(size.js_gzip + size.wasm_gzip, size.anchor_gzip),
+  );
+}
+if (cold.product.reps || cold.anchor.reps) {
+  row(
+    `cold start, median of ${cold.product.reps}, ms`,
+    num(cold.product.median_ms, 1),
+    num(cold.anchor.median_ms, 1),
+    ratio(cold.product.median_ms, cold.anchor.median_ms),
+  );
+}
+
+// Shared health has no anchor counterpart (it has one isolate-local map), so
+// its two settings share the product / anchor columns: local, then colo.
+const shared = records.find((r) => r.kind === "isolates")?.result;
+if (shared) {
+  const [local, colo] = ["off", "on"].map((c) => shared.rows.find((r) => r.colo === c));
+  row(
+    `requests that waited a full timeout, ${shared.isolates} isolates, primary hung: local / colo-shared`,
+    `${local.waited_full_timeout} / ${colo.waited_full_timeout} of ${colo.requests}`,
+    "—",
+    null,
+  );
+}
+
+const header = ["figure", "product", "anchor", "product/anchor", "origin direct"];
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+const line = (cells) => `| ${cells.map((c, i) => String(c).padEnd(widths[i])).join(" | ")} |`;
+const table = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
+
+const meta = JSON.parse(opt.meta);
+const timestamp = new Date().toISOString();
+console.log();
+console.log(
+  `tunnel-failover bench, ${timestamp}, rev ${meta.revision ?? "?"}; ${meta.rounds} rounds x ${meta.seconds} s, wrk -t${meta.threads} -c${meta.connections}; load average at the end ${meta.loadavg_end ?? "?"}`,
+);
+console.log(table);
+console.log("Noisy shared machine: compare within one run only.");
+
+const doc = {
+  timestamp,
+  meta,
+  summary: {
+    loaded,
+    unloaded,
+    failover,
+    kill_under_load: killUnderLoad,
+    size,
+    cold_start: cold,
+    shared_health: shared ?? null,
+  },
+  table,
+  records,
+};
+mkdirSync(outDir, { recursive: true });
+const file = path.join(outDir, `bench-${timestamp.replace(/[:.]/g, "-")}.json`);
+writeFileSync(file, JSON.stringify(doc, null, 2) + "\n");
+writeFileSync(path.join(outDir, "latest.json"), JSON.stringify(doc, null, 2) + "\n");
+console.log(`written: ${path.relative(process.cwd(), file)} and latest.json`);

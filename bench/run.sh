@@ -1,0 +1,344 @@
+#!/usr/bin/env bash
+# `make bench`: the product Worker vs the JavaScript anchor
+# (../shared/anchors/js-worker-lb) in ONE `workerd serve` process, in front of
+# the same two real nginx origins (primary, replica), loaded by wrk in
+# alternating rounds. Prints one table and writes target/bench/bench-<ts>.json
+# and target/bench/latest.json. No timing is asserted: it exits non-zero only
+# when the bench itself cannot run. See bench/README.md for what each figure
+# means and how it is taken.
+#
+# Expects the toolchain on PATH (node, workerd) and a fresh build/, which is
+# what `make bench` provides. Knobs (environment): BENCH_ROUNDS (5),
+# BENCH_SECONDS (5), BENCH_CONNECTIONS (16), BENCH_THREADS (2),
+# BENCH_COLD_REPS (3), BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build),
+# BENCH_KEEP=1 (keep the scratch directory with configs and logs).
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH=$ROOT/bench
+OUT=$ROOT/target/bench
+BUILD_DIR=${BENCH_BUILD_DIR:-$ROOT/build}
+ANCHOR_DIR=${BENCH_ANCHOR_DIR:-$ROOT/../shared/anchors/js-worker-lb}
+ROUNDS=${BENCH_ROUNDS:-5}
+RUN_SECONDS=${BENCH_SECONDS:-5}
+CONNS=${BENCH_CONNECTIONS:-16}
+THREADS=${BENCH_THREADS:-2}
+COLD_REPS=${BENCH_COLD_REPS:-3}
+# Low, so a hanging origin is given up on quickly (the product's setting; the
+# anchor has no attempt timeout at all).
+ATTEMPT_TIMEOUT_MS=300
+HEALTH_INTERVAL_MS=1000
+HEALTH_RISE=2
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() {
+  printf 'bench: error: %s\n' "$1" >&2
+  if [ -n "${2:-}" ]; then printf '       retry by hand: %s\n' "$2" >&2; fi
+  exit 1
+}
+
+# ---------------------------------------------------------------- tools ----
+
+ensure_packages() {
+  local missing=()
+  command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+  command -v wrk >/dev/null || missing+=(wrk)
+  [ ${#missing[@]} -eq 0 ] && return
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "${missing[*]} missing and not root" "sudo apt-get install -y ${missing[*]}"
+    sudo=(sudo)
+  fi
+  local install=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}")
+  say "installing ${missing[*]} from Debian's packages: ${install[*]}"
+  if ! "${install[@]}" >&2; then
+    say "retrying after: ${sudo[*]} apt-get update"
+    { "${sudo[@]}" apt-get update >&2 && "${install[@]}" >&2; } ||
+      die "could not install ${missing[*]}" "${sudo[*]} apt-get update && ${install[*]}"
+  fi
+}
+
+ensure_packages
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+for tool in node workerd wrk curl gzip; do
+  command -v "$tool" >/dev/null || die "$tool is not on PATH" "make bench   (it puts the toolchain on PATH)"
+done
+[ -f "$BUILD_DIR/index.js" ] && [ -f "$BUILD_DIR/index_bg.wasm" ] ||
+  die "no Worker build in $BUILD_DIR" "make build"
+[ -f "$ANCHOR_DIR/worker.mjs" ] ||
+  die "the JavaScript anchor is not at $ANCHOR_DIR/worker.mjs" "BENCH_ANCHOR_DIR=/path/to/js-worker-lb make bench"
+ANCHOR_DIR=$(cd "$ANCHOR_DIR" && pwd)
+
+# -------------------------------------------------- processes & cleanup ----
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tunnel-failover-bench.XXXXXX")
+mkdir -p "$WORK/pids" "$WORK/www" "$WORK/product"
+RESULTS=$WORK/results.jsonl
+: >"$RESULTS"
+
+alive() {
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  [[ $state != Z* ]]
+}
+
+# Stops one process we started (by the pid recorded under $WORK/pids/NAME):
+# SIGCONT first (it may be SIGSTOPped), then SIGTERM, SIGKILL after 3 s.
+stop_proc() {
+  local file=$WORK/pids/$1 pid
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file")
+  rm -f "$file"
+  kill -CONT "$pid" 2>/dev/null || true
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 30); do alive "$pid" || break; sleep 0.1; done
+  if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  local file
+  for file in "$WORK"/pids/*; do
+    [ -f "$file" ] && stop_proc "$(basename "$file")"
+  done
+  if [ -n "${BENCH_KEEP:-}" ]; then say "scratch files kept in $WORK"; else rm -rf "$WORK"; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'say "interrupted"; exit 130' INT TERM
+
+# Runs a command in the background, registered for cleanup, and waits for it
+# (a trapped Ctrl-C interrupts `wait`, unlike a foreground child).
+run_logged() {
+  local name=$1 log=$2 pid rc=0
+  shift 2
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  echo "$pid" >"$WORK/pids/$name"
+  wait "$pid" || rc=$?
+  rm -f "$WORK/pids/$name"
+  return "$rc"
+}
+
+wait_http() {
+  local url=$1 seconds=$2
+  for _ in $(seq $((seconds * 20))); do
+    curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+free_ports() {
+  node -e '
+    const net = require("node:net");
+    const servers = Array.from({ length: Number(process.argv[1]) }, () => net.createServer());
+    Promise.all(servers.map((s) => new Promise((r) => s.listen(0, "127.0.0.1", r)))).then(() => {
+      console.log(servers.map((s) => s.address().port).join(" "));
+      servers.forEach((s) => s.close());
+    });' "$1"
+}
+
+read -r PORT_PRIMARY PORT_REPLICA PORT_PRODUCT PORT_ANCHOR PORT_COLD <<<"$(free_ports 5)"
+PRIMARY=http://127.0.0.1:$PORT_PRIMARY
+REPLICA=http://127.0.0.1:$PORT_REPLICA
+PRODUCT=http://127.0.0.1:$PORT_PRODUCT
+ANCHOR=http://127.0.0.1:$PORT_ANCHOR
+
+start_origin() {
+  local name=$1 port=$2 prefix=$WORK/nginx-$1
+  mkdir -p "$prefix/tmp"
+  [ -f "$prefix/nginx.conf" ] ||
+    node "$BENCH/render.mjs" nginx "$prefix/nginx.conf" --prefix "$prefix" --port "$port" --docroot "$WORK/www"
+  "$NGINX" -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" >>"$prefix/stdout.log" 2>&1 &
+  echo $! >"$WORK/pids/nginx-$name"
+  # Out of the job table: bash would report "Killed" when the bench kills it.
+  disown $!
+  wait_http "http://127.0.0.1:$port/health" 10 ||
+    die "nginx ($name, port $port) did not start: $(tail -3 "$prefix/error.log" "$prefix/stdout.log" 2>/dev/null)"
+}
+
+# A killed or stopped primary is replaced by a fresh nginx on the same port.
+restart_primary() {
+  stop_proc nginx-primary
+  start_origin primary "$PORT_PRIMARY"
+}
+
+start_workerd() {
+  stop_proc workerd
+  workerd serve "$WORK/workerd.capnp" >>"$WORK/workerd.log" 2>&1 &
+  echo $! >"$WORK/pids/workerd"
+  disown $!
+  wait_http "$PRODUCT/health" 20 && wait_http "$ANCHOR/health" 5 ||
+    die "workerd did not serve both Workers: $(tail -20 "$WORK/workerd.log")"
+}
+
+record() { printf '%s\n' "$1" >>"$RESULTS"; }
+
+# run_wrk TARGET SIZE CONNS THREADS SECONDS LABEL -> one JSON line in results
+run_wrk() {
+  local target=$1 size=$2 conns=$3 threads=$4 seconds=$5 label=$6 url log json
+  case $target in product) url=$PRODUCT ;; anchor) url=$ANCHOR ;; origin) url=$PRIMARY ;; esac
+  log=$WORK/wrk-$label-$target-$size.log
+  run_logged wrk "$log" wrk -t"$threads" -c"$conns" -d"${seconds}s" --latency --timeout 5s \
+    -s "$BENCH/wrk-json.lua" "$url/$size.bin" || die "wrk failed: $(tail -5 "$log")" "wrk -c$conns -d${seconds}s $url/$size.bin"
+  json=$(sed -n 's/^WRK_JSON //p' "$log")
+  [ -n "$json" ] || die "wrk printed no summary: $(tail -5 "$log")"
+  record "{\"kind\":\"wrk\",\"label\":\"$label\",\"target\":\"$target\",\"size\":\"$size\",\"connections\":$conns,\"seconds\":$seconds,\"result\":$json}"
+}
+
+# -------------------------------------------------------------- set up ----
+
+say "scratch directory $WORK; ports: primary $PORT_PRIMARY, replica $PORT_REPLICA, product $PORT_PRODUCT, anchor $PORT_ANCHOR"
+# A snapshot of the build, so a concurrent `make build` cannot change the
+# Worker halfway through the run.
+cp "$BUILD_DIR/index.js" "$BUILD_DIR/index_bg.wasm" "$WORK/product/"
+grep -q '"./index_bg.wasm"' "$WORK/product/index.js" ||
+  die "build/index.js does not import \"./index_bg.wasm\"; bench/workerd.capnp.tmpl names the wasm module after that import"
+head -c 2048 /dev/urandom >"$WORK/www/2k.bin"
+head -c 1048576 /dev/urandom >"$WORK/www/1m.bin"
+
+start_origin primary "$PORT_PRIMARY"
+start_origin replica "$PORT_REPLICA"
+render_workerd() {
+  local out=$1
+  shift
+  node "$BENCH/render.mjs" workerd "$out" --product-dir "$WORK/product" --anchor-dir "$ANCHOR_DIR" \
+    --primary "$PRIMARY" --replica "$REPLICA" --attempt-timeout-ms "$ATTEMPT_TIMEOUT_MS" \
+    --health-interval-ms "$HEALTH_INTERVAL_MS" --health-rise "$HEALTH_RISE" "$@"
+}
+render_workerd "$WORK/workerd.capnp" --serve "product=$PORT_PRODUCT" --serve "anchor=$PORT_ANCHOR"
+render_workerd "$WORK/cold-product.capnp" --serve "product=$PORT_COLD"
+render_workerd "$WORK/cold-anchor.capnp" --serve "anchor=$PORT_COLD"
+start_workerd
+
+# Both Workers must really proxy both files from the primary before any
+# figure is worth taking.
+for target in product anchor; do
+  url=$PRODUCT
+  [ "$target" = anchor ] && url=$ANCHOR
+  for size in 2k:2048 1m:1048576; do
+    got=$(curl -sS -o /dev/null -D "$WORK/check-headers" -w '%{http_code} %{size_download}' "$url/${size%%:*}.bin") ||
+      die "$target did not answer $url/${size%%:*}.bin"
+    served=$(tr -d '\r' <"$WORK/check-headers" | sed -n 's/^[Xx]-[Ss]erved-[Bb]y: //p')
+    [ "$got" = "200 ${size#*:}" ] && [ "$served" = primary ] ||
+      die "$target answered '$got' (served by '${served:-nobody}') for ${size%%:*}.bin; expected '200 ${size#*:}' from primary. workerd log: $(tail -5 "$WORK/workerd.log")"
+  done
+done
+
+wasm_raw=$(stat -c %s "$WORK/product/index_bg.wasm")
+wasm_gz=$(gzip -9 -c "$WORK/product/index_bg.wasm" | wc -c)
+js_raw=$(stat -c %s "$WORK/product/index.js")
+js_gz=$(gzip -9 -c "$WORK/product/index.js" | wc -c)
+anchor_raw=$(stat -c %s "$ANCHOR_DIR/worker.mjs")
+anchor_gz=$(gzip -9 -c "$ANCHOR_DIR/worker.mjs" | wc -c)
+record "{\"kind\":\"size\",\"wasm_raw\":$wasm_raw,\"wasm_gzip\":$wasm_gz,\"js_raw\":$js_raw,\"js_gzip\":$js_gz,\"anchor_raw\":$anchor_raw,\"anchor_gzip\":$anchor_gz}"
+
+# ---------------------------------------------------------- throughput ----
+
+say "warm-up (1 s per Worker and size)"
+for size in 2k 1m; do
+  for target in product anchor; do run_wrk "$target" "$size" "$CONNS" "$THREADS" 1 warmup; done
+done
+
+say "throughput: $ROUNDS rounds x ${RUN_SECONDS} s, wrk -t$THREADS -c$CONNS, product / anchor / origin direct, alternating order"
+for round in $(seq "$ROUNDS"); do
+  order=(product anchor origin)
+  [ $((round % 2)) -eq 0 ] && order=(anchor product origin)
+  for size in 2k 1m; do
+    for target in "${order[@]}"; do
+      run_wrk "$target" "$size" "$CONNS" "$THREADS" "$RUN_SECONDS" "round$round"
+    done
+  done
+  say "  round $round/$ROUNDS done"
+done
+
+# One connection, one request at a time: the latency a Worker adds when
+# nothing queues (at -c$CONNS, p50 is mostly queueing behind other requests).
+unloaded_rounds=$((ROUNDS < 3 ? ROUNDS : 3))
+say "unloaded latency: $unloaded_rounds rounds x 2 s, wrk -t1 -c1, 2 KiB"
+for round in $(seq "$unloaded_rounds"); do
+  for target in product anchor origin; do run_wrk "$target" 2k 1 1 2 "unloaded$round"; done
+done
+
+# ------------------------------------------------------------ failover ----
+# Each scenario gets a fresh workerd, so both Workers start it believing the
+# primary is up (the anchor re-checks health only every 30 s, the product
+# probes a down origin every HEALTH_INTERVAL_MS). Within a scenario the
+# product goes first, then the primary is replaced and the anchor goes.
+
+failover() { # fault window_ms
+  local fault=$1 window=$2 target url
+  say "failover: primary $( [ "$fault" = kill ] && echo killed || echo hanging), one request at a time (attempt timeout ${ATTEMPT_TIMEOUT_MS} ms)"
+  start_workerd
+  for target in product anchor; do
+    url=$PRODUCT
+    [ "$target" = anchor ] && url=$ANCHOR
+    # Warm this Worker's connections to the primary.
+    for _ in 1 2 3 4 5; do curl -fsS -o /dev/null "$url/2k.bin" || die "$target did not answer before the $fault test"; done
+    run_logged failover "$WORK/failover-$fault-$target.log" node "$BENCH/failover.mjs" --url "$url/2k.bin" \
+      --pid "$(cat "$WORK/pids/nginx-primary")" --fault "$fault" --window-ms "$window" --timeout-ms "$window" ||
+      die "failover measurement failed: $(tail -5 "$WORK/failover-$fault-$target.log")"
+    record "{\"kind\":\"failover\",\"target\":\"$target\",\"result\":$(tail -1 "$WORK/failover-$fault-$target.log")}"
+    restart_primary
+  done
+}
+
+kill_under_load() {
+  local target url log pid
+  local seconds=$((RUN_SECONDS > 4 ? RUN_SECONDS + 1 : 5))
+  say "requests failed when the primary is killed under load: wrk -c$CONNS ${seconds} s, SIGKILL at 2 s"
+  start_workerd
+  for target in product anchor; do
+    url=$PRODUCT
+    [ "$target" = anchor ] && url=$ANCHOR
+    log=$WORK/wrk-kill-$target.log
+    wrk -t"$THREADS" -c"$CONNS" -d"${seconds}s" --timeout 5s -s "$BENCH/wrk-json.lua" "$url/2k.bin" >"$log" 2>&1 &
+    pid=$!
+    echo "$pid" >"$WORK/pids/wrk"
+    sleep 2
+    kill -KILL "$(cat "$WORK/pids/nginx-primary")"
+    wait "$pid" || die "wrk failed: $(tail -5 "$log")"
+    rm -f "$WORK/pids/wrk"
+    record "{\"kind\":\"kill_under_load\",\"target\":\"$target\",\"connections\":$CONNS,\"seconds\":$seconds,\"result\":$(sed -n 's/^WRK_JSON //p' "$log")}"
+    restart_primary
+  done
+}
+
+failover kill 3000
+kill_under_load
+failover hang 5000
+stop_proc workerd
+
+# ---------------------------------------------------------- cold start ----
+
+say "cold start: workerd start to first answered request, $COLD_REPS x product and anchor, one Worker per process"
+for rep in $(seq "$COLD_REPS"); do
+  for target in product anchor; do
+    log=$WORK/cold-$target-$rep.log
+    run_logged coldstart "$log" node "$BENCH/coldstart.mjs" --workerd "$(command -v workerd)" \
+      --config "$WORK/cold-$target.capnp" --url "http://127.0.0.1:$PORT_COLD/2k.bin" --pidfile "$WORK/pids/cold-workerd" ||
+      die "cold start of $target failed: $(tail -5 "$log")"
+    rm -f "$WORK/pids/cold-workerd"
+    record "{\"kind\":\"cold_start\",\"target\":\"$target\",\"rep\":$rep,\"result\":$(tail -1 "$log")}"
+  done
+done
+
+# ------------------------------------------------------- shared health ----
+
+say "shared health: requests that waited a full timeout after the primary hung, isolate-local vs colo-shared"
+run_logged isolates "$WORK/isolates.log" node "$BENCH/isolates.mjs" "$WORK/isolates.json" ||
+  die "shared-health run failed: $(tail -5 "$WORK/isolates.log")"
+record "{\"kind\":\"isolates\",\"result\":$(cat "$WORK/isolates.json")}"
+
+# -------------------------------------------------------------- report ----
+
+revision=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+mkdir -p "$OUT"
+node "$BENCH/report.mjs" "$RESULTS" "$OUT" \
+  --meta "$(printf '{"revision":"%s","workerd":"%s","nginx":"%s","wrk":"%s","node":"%s","cpus":%s,"loadavg_end":"%s","rounds":%s,"seconds":%s,"connections":%s,"threads":%s,"attempt_timeout_ms":%s}' \
+    "$revision" "$(workerd --version 2>&1 | head -1)" "$("$NGINX" -v 2>&1 | head -1)" "$(wrk -v 2>&1 | head -1 | cut -c1-40)" \
+    "$(node --version)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ROUNDS" "$RUN_SECONDS" "$CONNS" "$THREADS" "$ATTEMPT_TIMEOUT_MS")"
