@@ -122,6 +122,7 @@ ORIGINS = '[{"name":"primary","url":"http://127.0.0.1:${primaryPort}","health_pa
 ATTEMPT_TIMEOUT_MS = 2000
 HEALTH_INTERVAL_MS = ${intervalMs}
 HEALTH_RISE = ${rise}
+STATUS_TOKEN = "demo-token"
 `,
 );
 
@@ -160,6 +161,18 @@ for (let i = 0; i < 20; i++) {
   if (res.headers.get("x-served-by") === "primary") break;
 }
 third = await show(url);
+
+say("4. What the Worker knows: the status endpoint (GET /__failover/status with the bearer token).");
+process.stdout.write(`$ curl -H "Authorization: Bearer demo-token" ${url}__failover/status\n`);
+try {
+  const res = await fetch(`${url}__failover/status`, { headers: { authorization: "Bearer demo-token" } });
+  const doc = await res.json();
+  for (const o of doc.origins) {
+    process.stdout.write(`  ${o.name.padEnd(8)} ${o.state.padEnd(5)} last error: ${o.last_error ?? "none"}\n`);
+  }
+} catch (e) {
+  process.stdout.write(`(status unavailable: ${e.message})\n`);
+}
 
 const ok =
   /x-served-by: primary/i.test(first) && /x-failover: replica/i.test(second) && /x-served-by: primary/i.test(third) && !/x-failover/i.test(third);
