@@ -29,9 +29,12 @@ mod status;
 use std::rc::Rc;
 
 use failover_core::attempts::{AfterFailure, Attempts};
+use failover_core::classify::Failure;
+use failover_core::replay::BodyPlan;
 use failover_core::target::upstream_url;
 use worker::{event, web_sys, Context, Env, ScheduleContext, ScheduledEvent};
 
+use crate::body::BodyError;
 use crate::forward::Outcome;
 use crate::isolate::{Isolate, Loaded};
 
@@ -67,9 +70,17 @@ async fn proxy(
     probe::start_due(ctx, isolate, now);
 
     let method = req.method();
-    let body = match body::RequestBody::prepare(&req, config.replay_body_max_bytes).await {
+    let body = match body::RequestBody::prepare(&req, &method, config.replay_body_max_bytes).await {
         Ok(body) => body,
-        Err(()) => return respond::plain(400, "the request body could not be read"),
+        Err(BodyError::Unreadable) => {
+            return respond::plain(400, "the request body could not be read")
+        }
+        Err(BodyError::NotAllowed) => {
+            return respond::plain(
+                400,
+                "a GET or HEAD request cannot carry a body through this proxy",
+            )
+        }
     };
     let headers = req.headers();
     let order = isolate.health.borrow().attempt_order();
@@ -84,20 +95,29 @@ async fn proxy(
         let Some(target) = upstream_url(&origin.base, &url) else {
             return respond::plain(400, "the request path is not allowed");
         };
-        let failed =
-            match forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms)
-                .await
-            {
-                Outcome::Answer(res) => return respond::served_by(res, &origin.name, current != 0),
-                Outcome::Failed(failure, res) => (failure, res),
-            };
-        let (failure, failed_response) = failed;
-        if let Some(change) =
+        let outcome =
+            forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms).await;
+        let (failure, failed_response) = match outcome {
+            Outcome::Answer(res) => {
+                // Evidence too: an older shared "down" must not override it.
+                isolate.health.borrow_mut().record_success(current, now);
+                return respond::served_by(res, &origin.name, current != 0);
+            }
+            Outcome::Failed(failure, res) => (failure, res),
+            Outcome::Refused => return respond::plain(400, "the request could not be forwarded"),
+        };
+        // A broken upload stream may be the client's doing (it went away):
+        // no reason to call the origin down.
+        let origin_at_fault = !(body.plan() == BodyPlan::Streamed && failure == Failure::Network);
+        let change = if origin_at_fault {
             isolate
                 .health
                 .borrow_mut()
                 .record_failure(current, failure, clock::now_ms())
-        {
+        } else {
+            None
+        };
+        if let Some(change) = change {
             log::line(&failover_core::report::health_change(config, &change));
             colo::publish(ctx, isolate, current);
         }

@@ -167,15 +167,25 @@ test("a probe failure restarts the rise count (no flapping back)", async () => {
   try {
     primary.mode = 503;
     await (await worker.fetch("/")).arrayBuffer();
-    // Keep the primary failing: however many probes run, it stays down.
-    for (let i = 0; i < 10; i++) {
+    // Probes alternate good and bad: never two good in a row, so the
+    // primary must stay down however many probes run.
+    primary.healthModes = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? "ok" : 503));
+    for (let i = 0; i < 20; i++) {
       const res = await worker.fetch("/");
       await res.arrayBuffer();
       assert.equal(res.headers.get("x-served-by"), "replica");
       await sleep(60);
     }
-    assert.ok(primary.hits("/health") >= 2, "probes ran");
+    assert.ok(primary.hits("/health") >= 4, `probes ran: ${primary.hits("/health")}`);
     assert.equal(worker.events("health").filter((e) => e.to === "up").length, 0);
+    // Two good probes in a row, and it is back.
+    primary.healthModes = [];
+    primary.mode = "ok";
+    await eventually(async () => {
+      const res = await worker.fetch("/");
+      await res.arrayBuffer();
+      return res.headers.get("x-served-by") === "primary";
+    });
   } finally {
     await close();
   }
@@ -224,6 +234,88 @@ for (const status of [521, 523, 530]) {
     }
   });
 }
+
+test("POST above the cap is streamed once: a failing primary's answer, never a replay", async () => {
+  const { primary, replica, worker, close } = await setup({ REPLAY_BODY_MAX_BYTES: "1024" });
+  try {
+    primary.mode = 530;
+    const body = Buffer.alloc(100_000, 3);
+    const res = await worker.fetch("/orders", { method: "POST", body });
+    assert.equal(res.status, 530, "530 proves the primary never saw it, but the body is gone");
+    assert.equal(res.headers.get("x-served-by"), "primary");
+    await res.arrayBuffer();
+    assert.equal(primary.requests.at(-1).bodyLength, body.length);
+    assert.equal(replica.hits("/orders"), 0);
+  } finally {
+    await close();
+  }
+});
+
+test("HEAD fails over like GET", async () => {
+  const { primary, worker, close } = await setup();
+  try {
+    primary.mode = 502;
+    const res = await worker.fetch("/page", { method: "HEAD" });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("x-failover"), "replica");
+    assert.equal(primary.requests.at(-1).method, "HEAD");
+  } finally {
+    await close();
+  }
+});
+
+test("GET with a body: a clear 400, no origin contacted, no origin marked down", async () => {
+  const { primary, replica, worker, close } = await setup();
+  try {
+    const u = new URL(worker.url);
+    const status = await new Promise((resolve, reject) => {
+      const req = http.request(
+        { host: u.hostname, port: u.port, path: "/search", method: "GET", headers: { "content-length": "5" } },
+        (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode));
+        },
+      );
+      req.on("error", reject);
+      req.end("hello");
+    });
+    assert.equal(status, 400);
+    assert.equal(primary.hits() + replica.hits(), 0);
+    assert.equal(worker.events("health").length, 0);
+    const next = await worker.fetch("/search");
+    assert.equal(next.headers.get("x-served-by"), "primary");
+    await next.arrayBuffer();
+  } finally {
+    await close();
+  }
+});
+
+test("a slow upload is not a slow origin: the timeout starts once the body is sent", async () => {
+  const { primary, worker, close } = await setup({ REPLAY_BODY_MAX_BYTES: "10", ATTEMPT_TIMEOUT_MS: "300" });
+  try {
+    const u = new URL(worker.url);
+    const result = await new Promise((resolve, reject) => {
+      const req = http.request(
+        { host: u.hostname, port: u.port, path: "/upload", method: "POST", headers: { "content-length": "2000" } },
+        (res) => {
+          const chunks = [];
+          res.on("data", (c) => chunks.push(c));
+          res.on("end", () => resolve({ status: res.statusCode, servedBy: res.headers["x-served-by"], body: Buffer.concat(chunks).toString() }));
+        },
+      );
+      req.on("error", reject);
+      req.write("a".repeat(1000));
+      setTimeout(() => req.end("b".repeat(1000)), 1000);
+    });
+    assert.equal(result.status, 200);
+    assert.equal(result.servedBy, "primary");
+    assert.equal(JSON.parse(result.body).bodyLength, 2000);
+    assert.equal(primary.requests.at(-1).headers["content-length"], "2000", "the origin still gets a length");
+    assert.equal(worker.events("health").length, 0, "the primary was never marked down");
+  } finally {
+    await close();
+  }
+});
 
 test("POST to a refused connection: not replayed (workerd cannot tell refused from cut)", async () => {
   const { primary, replica, worker, close } = await setup();

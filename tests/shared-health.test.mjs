@@ -43,7 +43,7 @@ test("colo: one isolate's timeout spares the other isolates of the location", as
     await second.arrayBuffer();
     assert.equal(primary.hits("/page"), hits, "isolate b skipped the primary without a timeout");
     const doc = await status(isolates, "b");
-    assert.equal(doc.origins[0].local, "down");
+    assert.deepEqual([doc.origins[0].local.state, doc.origins[0].local.decided_by], ["down", "colo"]);
   } finally {
     await close();
   }
@@ -64,13 +64,20 @@ test("colo off: each isolate finds the dead primary on its own (today's behaviou
 });
 
 test("colo: a recovered primary is shared too", async () => {
-  const { primary, isolates, close } = await twoIsolates({ HEALTH_INTERVAL_MS: "200", HEALTH_RISE: "2" });
+  const primary = await startOrigin("primary");
+  const replica = await startOrigin("replica");
+  const base = { ORIGINS: originsVar(primary, replica), STATUS_TOKEN: token, ATTEMPT_TIMEOUT_MS: "400", HEALTH_RISE: "2" };
+  // Isolate b probes so rarely that only isolate a's verdict can bring the
+  // primary back for it within the test.
+  const isolates = await startIsolates([
+    { name: "a", bindings: { ...base, HEALTH_INTERVAL_MS: "200" } },
+    { name: "b", bindings: { ...base, HEALTH_INTERVAL_MS: "60000" } },
+  ]);
   try {
     primary.mode = 503;
     await (await isolates.fetch("a", "/")).arrayBuffer();
-    await eventually(async () => (await status(isolates, "b")).origins[0].local === "down");
+    await eventually(async () => (await status(isolates, "b")).origins[0].local.state === "down");
     primary.mode = "ok";
-    // Isolate a's probes bring the primary back; b follows through the cache.
     await eventually(async () => {
       const res = await isolates.fetch("a", "/");
       await res.arrayBuffer();
@@ -81,8 +88,12 @@ test("colo: a recovered primary is shared too", async () => {
       await res.arrayBuffer();
       return res.headers.get("x-served-by") === "primary";
     });
+    const doc = await status(isolates, "b");
+    assert.deepEqual([doc.origins[0].local.state, doc.origins[0].local.decided_by], ["up", "colo"]);
   } finally {
-    await close();
+    await isolates.dispose();
+    await primary.stop();
+    await replica.stop();
   }
 });
 
@@ -112,9 +123,15 @@ test("global: the checker flips an origin after HEALTH_FALL failed probes and is
       const res = await isolates.fetch("a", "/__failover/status", { headers: { authorization: `Bearer ${token}` } });
       return (await res.json()).origins[0].global?.state === "down";
     });
-    assert.ok(primary.hits("/health") - downAt >= 3, "not before HEALTH_FALL failed probes");
     const doc = await status(isolates, "a");
-    assert.equal(doc.origins[0].local, "down", "adopted without the isolate ever failing a request");
+    // The checker flipped on its third failed probe, not before.
+    const failedProbes = primary.requests.filter((r) => r.path === "/health").slice(downAt);
+    assert.ok(failedProbes.length >= 3, `failed probes: ${failedProbes.length}`);
+    assert.ok(
+      doc.origins[0].global.since_ms >= failedProbes[2].at - 5,
+      `flipped at ${doc.origins[0].global.since_ms}, third failed probe at ${failedProbes[2].at}`,
+    );
+    assert.deepEqual([doc.origins[0].local.state, doc.origins[0].local.decided_by], ["down", "global"], "adopted without the isolate ever failing a request");
     const pagesBefore = primary.hits("/page");
     const res = await isolates.fetch("a", "/page");
     assert.equal(res.headers.get("x-served-by"), "replica");

@@ -6,11 +6,13 @@ import { WebSocketServer } from "ws";
 
 // Modes: "ok" echoes the request as JSON; a number answers with that status;
 // "hang" never answers; "cut" sends headers and half the body, then resets;
-// "slow" streams the body in chunks over ~600 ms.
+// "slow" streams the body in chunks over ~600 ms. `healthModes`, when not
+// empty, gives the mode of each next /health request in turn.
 export async function startOrigin(name, { port = 0 } = {}) {
   const origin = {
     name,
     mode: "ok",
+    healthModes: [],
     requests: [],
     server: null,
     port,
@@ -53,6 +55,7 @@ function handle(origin, req, res) {
       path: req.url,
       host: req.headers.host,
       headers: req.headers,
+      at: Date.now(),
       bodyLength: body.length,
       bodySha: createHash("sha256").update(body).digest("hex"),
     };
@@ -62,7 +65,7 @@ function handle(origin, req, res) {
 }
 
 function respond(origin, record, res) {
-  const mode = origin.mode;
+  const mode = record.path === "/health" && origin.healthModes.length > 0 ? origin.healthModes.shift() : origin.mode;
   if (mode === "hang") return; // never answer; the Worker's timeout must fire
   if (typeof mode === "number") {
     res.writeHead(mode, { "content-type": "text/plain", "x-origin": origin.name });

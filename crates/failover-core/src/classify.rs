@@ -62,7 +62,7 @@ pub fn classify_fetch_error(message: &str) -> Failure {
     const NEVER_CONNECTED: [&str; 6] = [
         "connection refused",
         "econnrefused",
-        "dns",
+        "dns lookup",
         "enotfound",
         "name resolution",
         "no such host",
@@ -107,6 +107,7 @@ mod tests {
             ("connect(): Connection refused", Failure::Refused),
             ("TypeError: fetch failed: ECONNREFUSED", Failure::Refused),
             ("DNS lookup failed", Failure::Refused),
+            ("upstream sent dns-prefetch-control", Failure::Network),
             ("getaddrinfo ENOTFOUND example.invalid", Failure::Refused),
             ("Network connection lost.", Failure::Network),
             ("peer reset the connection", Failure::Network),

@@ -93,13 +93,16 @@ impl WorkerConfig {
             )
         })?;
         let status_path = get("STATUS_PATH").unwrap_or_else(|| DEFAULT_STATUS_PATH.to_string());
-        if !status_path.starts_with('/') || status_path.contains(['?', '#']) {
+        if !status_path.starts_with('/') || status_path.contains(['?', '#']) || status_path == "/" {
             return Err(error(
                 "STATUS_PATH",
-                format!("{status_path:?} must be a path starting with '/' and without '?' or '#'"),
+                format!("{status_path:?} must be a path starting with '/', other than '/' itself, without '?' or '#'"),
             ));
         }
-        let status_token = get("STATUS_TOKEN").filter(|t| !t.is_empty());
+        // Secrets pasted with a trailing newline must still match.
+        let status_token = get("STATUS_TOKEN")
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty());
         Ok(WorkerConfig {
             origins: parse_origins(&origins_text)?,
             attempt_timeout_ms: number(
@@ -126,7 +129,9 @@ impl WorkerConfig {
                 "REPLAY_BODY_MAX_BYTES",
                 DEFAULT_REPLAY_BODY_MAX_BYTES,
                 0,
-                64 * 1024 * 1024,
+                // Held in the isolate's 128 MB: two concurrent uploads at the
+                // cap must not take the isolate, and its health map, down.
+                16 * 1024 * 1024,
             )?,
         })
     }
@@ -400,7 +405,7 @@ mod tests {
             ("ATTEMPT_TIMEOUT_MS", "250"),
             ("HEALTH_INTERVAL_MS", "\"1000\""),
             ("HEALTH_RISE", " 3 "),
-            ("STATUS_TOKEN", "s3cret"),
+            ("STATUS_TOKEN", "s3cret\n"),
             ("REPLAY_BODY_MAX_BYTES", "0"),
         ])
         .expect("valid");

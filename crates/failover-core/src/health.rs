@@ -28,7 +28,12 @@ pub struct OriginHealth {
     last_error: Option<Failure>,
     last_change_ms: Option<u64>,
     next_probe_ms: u64,
-    probe_in_flight: bool,
+    /// When the probe now in flight started. A probe whose task the
+    /// runtime cancelled never reports back, so after PROBE_LOST_MS it is
+    /// presumed lost and the origin is probed again.
+    probe_started_ms: Option<u64>,
+    /// Whose evidence flipped the verdict last.
+    last_source: Source,
     /// When this map last learned anything about the origin, from any source.
     last_evidence_ms: u64,
     colo: Option<SharedVerdict>,
@@ -52,6 +57,17 @@ impl OriginHealth {
     pub fn last_change_ms(&self) -> Option<u64> {
         self.last_change_ms
     }
+    /// Whose evidence decided the current verdict: `Local` for this
+    /// isolate's own attempts and probes, else the shared view it adopted.
+    pub fn last_source(&self) -> Source {
+        self.last_source
+    }
+    fn probe_due(&self, now_ms: u64) -> bool {
+        let in_flight = self
+            .probe_started_ms
+            .is_some_and(|started| now_ms.saturating_sub(started) < PROBE_LOST_MS);
+        !self.streak.is_up() && !in_flight && now_ms >= self.next_probe_ms
+    }
     /// The last verdict read from the colo's cache, adopted or not.
     pub fn colo_view(&self) -> Option<SharedVerdict> {
         self.colo
@@ -61,6 +77,10 @@ impl OriginHealth {
         self.global
     }
 }
+
+/// Longer than any probe can take (the attempt timeout is at most 100 s);
+/// a probe silent for this long was cancelled with its task.
+pub const PROBE_LOST_MS: u64 = 120_000;
 
 /// Health of every origin, as seen by one isolate.
 #[derive(Clone, Debug)]
@@ -80,7 +100,8 @@ impl HealthMap {
             last_error: None,
             last_change_ms: None,
             next_probe_ms: 0,
-            probe_in_flight: false,
+            probe_started_ms: None,
+            last_source: Source::Local,
             last_evidence_ms: 0,
             colo: None,
             global: None,
@@ -120,6 +141,7 @@ impl HealthMap {
         entry.last_evidence_ms = entry.last_evidence_ms.max(now_ms);
         let flipped = entry.streak.observe(false)?;
         entry.last_change_ms = Some(now_ms);
+        entry.last_source = Source::Local;
         entry.next_probe_ms = now_ms.saturating_add(interval);
         Some(Transition {
             origin,
@@ -130,6 +152,15 @@ impl HealthMap {
         })
     }
 
+    /// Records an answer a client got from the origin. It changes no
+    /// verdict (only probes bring an origin back), but it is evidence: a
+    /// shared "down" older than a live answer is not adopted.
+    pub fn record_success(&mut self, origin: usize, now_ms: u64) {
+        if let Some(entry) = self.origins.get_mut(origin) {
+            entry.last_evidence_ms = entry.last_evidence_ms.max(now_ms);
+        }
+    }
+
     /// Down origins whose probe is due at `now_ms`. They are marked as being
     /// probed, so concurrent requests in the isolate do not probe them again;
     /// every one must be answered with `record_probe`.
@@ -137,8 +168,8 @@ impl HealthMap {
         let interval = self.probe_interval_ms;
         let mut due = Vec::new();
         for (i, entry) in self.origins.iter_mut().enumerate() {
-            if !entry.streak.is_up() && !entry.probe_in_flight && now_ms >= entry.next_probe_ms {
-                entry.probe_in_flight = true;
+            if entry.probe_due(now_ms) {
+                entry.probe_started_ms = Some(now_ms);
                 entry.next_probe_ms = now_ms.saturating_add(interval);
                 due.push(i);
             }
@@ -148,9 +179,7 @@ impl HealthMap {
 
     /// True when some probe is due; cheap enough for every request.
     pub fn probe_due(&self, now_ms: u64) -> bool {
-        self.origins
-            .iter()
-            .any(|e| !e.streak.is_up() && !e.probe_in_flight && now_ms >= e.next_probe_ms)
+        self.origins.iter().any(|e| e.probe_due(now_ms))
     }
 
     /// Records a background probe's result (`None` for a good answer).
@@ -162,7 +191,7 @@ impl HealthMap {
     ) -> Option<Transition> {
         let interval = self.probe_interval_ms;
         let entry = self.origins.get_mut(origin)?;
-        entry.probe_in_flight = false;
+        entry.probe_started_ms = None;
         entry.last_evidence_ms = entry.last_evidence_ms.max(now_ms);
         if let Some(failure) = result {
             entry.last_error = Some(failure);
@@ -170,6 +199,7 @@ impl HealthMap {
         let before = entry.streak.verdict();
         let flipped = entry.streak.observe(result.is_none())?;
         entry.last_change_ms = Some(now_ms);
+        entry.last_source = Source::Local;
         entry.next_probe_ms = now_ms.saturating_add(interval);
         let reason = match result {
             None => format!("{} good probes", entry.streak.good_streak()),
@@ -216,6 +246,7 @@ impl HealthMap {
         }
         entry.streak.reset(shared.verdict);
         entry.last_change_ms = Some(shared.since_ms);
+        entry.last_source = source;
         // An adopted "down" is probed here too, on the usual schedule.
         entry.next_probe_ms = now_ms.saturating_add(interval);
         Some(Transition {
@@ -446,6 +477,32 @@ mod tests {
             (shared.verdict, shared.since_ms, shared.confirmed_ms),
             (Verdict::Down, 1_000, 3_620_000)
         );
+    }
+
+    #[test]
+    fn a_live_answer_beats_an_older_shared_down() {
+        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        map.record_success(0, 5_000);
+        assert_eq!(
+            map.adopt(0, shared(Verdict::Down, 4_000), Source::Colo, 5_100, 30_000),
+            None
+        );
+        assert!(map.is_up(0));
+        let t = map
+            .adopt(0, shared(Verdict::Down, 5_050), Source::Colo, 5_100, 30_000)
+            .expect("newer");
+        assert_eq!(t.to, Verdict::Down);
+        assert_eq!(map.origins()[0].last_source(), Source::Colo);
+    }
+
+    #[test]
+    fn a_lost_probe_is_retried() {
+        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        map.record_failure(0, Failure::Timeout, 0);
+        assert_eq!(map.take_due_probes(INTERVAL), vec![0]);
+        // Its task was cancelled: no record_probe ever comes.
+        assert!(map.take_due_probes(INTERVAL + PROBE_LOST_MS - 1).is_empty());
+        assert_eq!(map.take_due_probes(INTERVAL + PROBE_LOST_MS), vec![0]);
     }
 
     #[test]

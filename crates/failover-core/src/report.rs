@@ -89,7 +89,11 @@ pub fn status(
                 "bad_streak": h.bad_streak(),
                 "last_error": h.last_error().map(Failure::label),
                 "last_change_ms": h.last_change_ms(),
-                "local": h.verdict().as_str(),
+                "local": json!({
+                    "state": h.verdict().as_str(),
+                    "since_ms": h.last_change_ms(),
+                    "decided_by": h.last_source().as_str(),
+                }),
                 "colo": h.colo_view().map(view),
                 "global": h.global_view().map(view),
             })

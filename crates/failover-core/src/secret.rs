@@ -14,12 +14,12 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// True when an `Authorization` header value carries exactly `Bearer <token>`.
 pub fn bearer_matches(header: Option<&str>, token: &str) -> bool {
+    // The scheme name is case-insensitive (RFC 9110 section 11.1).
     let presented = header
-        .and_then(|h| {
-            h.strip_prefix("Bearer ")
-                .or_else(|| h.strip_prefix("bearer "))
-        })
-        .unwrap_or("");
+        .map(str::trim)
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map_or("", |(_, token)| token);
     // Compare even when absent, so a missing header costs the same time.
     constant_time_eq(presented.trim().as_bytes(), token.as_bytes()) && !token.is_empty()
 }
@@ -41,6 +41,7 @@ mod tests {
     fn bearer() {
         assert!(bearer_matches(Some("Bearer s3cret"), "s3cret"));
         assert!(bearer_matches(Some("bearer s3cret"), "s3cret"));
+        assert!(bearer_matches(Some("BEARER  s3cret "), "s3cret"));
         assert!(!bearer_matches(Some("Bearer wrong"), "s3cret"));
         assert!(!bearer_matches(Some("s3cret"), "s3cret"));
         assert!(!bearer_matches(Some("Basic s3cret"), "s3cret"));
