@@ -75,7 +75,14 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
   let timer;
   const arm = () => { timer = setTimeout(() => ctl.abort(), timeoutMs); };
   const init = { method, redirect: "manual", signal: ctl.signal };
-  if (headers !== undefined) init.headers = headers;
+  if (headers !== undefined) {
+    // The origin must see its own hostname: never pass the client's Host on.
+    if (headers.has("host")) {
+      headers = new Headers(headers);
+      headers.delete("host");
+    }
+    init.headers = headers;
+  }
   if (streamedLength !== undefined) {
     const pipe = streamedLength >= 0 ? new FixedLengthStream(streamedLength) : new TransformStream();
     body.pipeTo(pipe.writable).then(arm, () => {});
