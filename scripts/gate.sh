@@ -109,6 +109,7 @@ sleep 11
 
 ROWS=()
 row() { ROWS+=("$(printf '%-58s %8s ms' "$1" "$2")"); }
+count_row() { ROWS+=("$(printf '%-58s %8s' "$1" "$2")"); }
 
 # Scenario A: the primary loses egress (its connector loses the edge).
 t0=$(now_ms); kill "$P_EGRESS_PID"; wait "$P_EGRESS_PID" 2>/dev/null || true
@@ -138,6 +139,20 @@ wait_for "primary serving after the flag was released" serving "$P_CONN"
 row "B3 flag released -> primary serving again" $(( $(now_ms) - t1 ))
 wait_for "standby stood down after maintenance" not_serving_standby
 row "B4 flag released -> standby stood down" $(( $(now_ms) - t1 ))
+
+# Counts: a run that ping-pongs reaches every step too. Exactly one take-over
+# per scenario, and one fail-back per scenario plus the start-up one.
+health() { curl -s --max-time 2 "http://127.0.0.1:$1/health" 2>/dev/null || true; }
+counter() { health "$1" | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"; }
+TAKEOVERS=$(counter "$S_AGENT" takeovers)
+FAILBACKS=$(counter "$P_AGENT" failbacks)
+count_row "standby take-overs (expected 2)" "${TAKEOVERS:-?}"
+count_row "primary fail-backs (expected 3: start-up, A, B)" "${FAILBACKS:-?}"
+if [ "${TAKEOVERS:-}" != 2 ] || [ "${FAILBACKS:-}" != 3 ]; then
+  echo "GATE FAILED: take-overs=${TAKEOVERS:-?} fail-backs=${FAILBACKS:-?}; expected 2 and 3 (hand-over ping-pong?)" >&2
+  for node in primary standby; do echo "----- $node agent log -----" >&2; cat "$WORK/$node.log" >&2; done
+  exit 1
+fi
 
 echo
 echo "gate: two agents on loopback, poll_interval=1s takeover_after=3 failback_interval=1s failback_after=2"

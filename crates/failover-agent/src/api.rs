@@ -74,7 +74,7 @@ fn json(status: StatusCode, value: serde_json::Value) -> Answer {
     answer(status, "application/json", value.to_string())
 }
 
-async fn route(shared: &Shared, request: Request<Incoming>, remote: SocketAddr) -> Answer {
+async fn route(shared: &Arc<Shared>, request: Request<Incoming>, remote: SocketAddr) -> Answer {
     let path = request.uri().path().to_string();
     match (request.method(), path.as_str()) {
         (&Method::GET, "/health") => health(shared),
@@ -168,7 +168,7 @@ async fn relay_ready(shared: &Shared) -> Answer {
     }
 }
 
-async fn failover(shared: &Shared, start: bool, remote: SocketAddr) -> Answer {
+async fn failover(shared: &Arc<Shared>, start: bool, remote: SocketAddr) -> Answer {
     let (verb, doing) = if start {
         ("start", "starting")
     } else {
@@ -178,17 +178,32 @@ async fn failover(shared: &Shared, start: bool, remote: SocketAddr) -> Answer {
         "POST /failover/{verb} from {}: {doing} the local connector",
         remote.ip()
     ));
-    let _serialised = shared.actions.lock().await;
-    let result = if start {
-        shared.control.start().await
-    } else {
-        shared.control.stop().await
+    // In a task of its own: hyper drops this handler when the client hangs
+    // up, and a stop half done (its command killed, the stop unrecorded) is
+    // worse than one finished after nobody waits for the answer.
+    let task = {
+        let shared = Arc::clone(shared);
+        tokio::spawn(async move {
+            let _serialised = shared.actions.lock().await;
+            if start {
+                let result = shared.control.start().await;
+                if result.is_ok() {
+                    shared.node().operator_started();
+                }
+                result
+            } else {
+                // Recorded before the stop runs: a monitor turn after this
+                // one sees the stop, whatever happens to the request.
+                shared.node().peer_ordered_stop(shared.now_ms());
+                shared.control.stop().await
+            }
+        })
     };
+    let result = task
+        .await
+        .unwrap_or_else(|e| Err(format!("the {verb} task ended abnormally: {e}")));
     match result {
         Ok(()) => {
-            if !start {
-                shared.node().peer_ordered_stop(shared.now_ms());
-            }
             let state = if start { "running" } else { "stopped" };
             log::info(&format!("local connector {state} on request"));
             json(StatusCode::OK, serde_json::json!({"connector": state}))

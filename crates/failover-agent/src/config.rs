@@ -80,6 +80,35 @@ impl Config {
         Duration::from_millis(self.timing.failback_interval_ms)
     }
 
+    /// The longest step of a monitor turn between two watchdog pings: a
+    /// connector command or the wait for one the API runs, or asking the peer
+    /// to stand down (the peer's stop plus the way there).
+    pub fn longest_step(&self) -> Duration {
+        (self.command_timeout + self.probe_timeout).max(self.probe_timeout * 2)
+    }
+
+    /// Under systemd's watchdog (`half` is half of `WatchdogSec=`), every
+    /// step must fit in half the watchdog period, or a slow but healthy
+    /// turn gets the agent killed exactly when systemd is slow.
+    pub fn fits_watchdog(&self, half: Option<Duration>) -> Result<(), ConfigError> {
+        let Some(half) = half else {
+            return Ok(());
+        };
+        let step = self.longest_step();
+        if step > half {
+            return Err(err(
+                "connector.command_timeout",
+                format!(
+                    "command_timeout + probe_timeout ({} ms) must fit in half of the unit's \
+                     WatchdogSec ({} ms): lower them or raise WatchdogSec",
+                    step.as_millis(),
+                    half.as_millis()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| err("--config", format!("cannot read {}: {e}", path.display())))?;
@@ -370,7 +399,8 @@ impl<'a> Section<'a> {
             err(
                 &self.key(name),
                 format!(
-                    "{shown} is not a duration like \"30s\", \"500ms\" or \"2m\" (at least 10ms)"
+                    "{shown} is not a duration like \"30s\", \"500ms\", \"2m\" or a bare number \
+                     of seconds (at least 10ms)"
                 ),
             )
         };
@@ -409,14 +439,17 @@ fn shown(value: &Value) -> String {
     }
 }
 
+/// "30s", "500ms", "2m", or a bare number of seconds ("30").
 fn parse_duration_ms(text: &str) -> Option<u64> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let n: u64 = number.parse().ok()?;
     let factor = match unit.trim() {
         "ms" => 1,
-        "s" => 1_000,
+        "s" | "" => 1_000,
         "m" => 60_000,
         _ => return None,
     };
@@ -432,7 +465,8 @@ mod tests {
         assert_eq!(parse_duration_ms("30s"), Some(30_000));
         assert_eq!(parse_duration_ms("250ms"), Some(250));
         assert_eq!(parse_duration_ms("2m"), Some(120_000));
-        assert_eq!(parse_duration_ms("30"), None);
+        assert_eq!(parse_duration_ms("30"), Some(30_000));
+        assert_eq!(parse_duration_ms(""), None);
         assert_eq!(parse_duration_ms("s"), None);
         assert_eq!(parse_duration_ms("3h"), None);
     }

@@ -53,7 +53,12 @@ fn main() -> ExitCode {
             other => words.push(other),
         }
     }
-    let config = match Config::load(&config_path) {
+    let loaded = Config::load(&config_path).and_then(|config| {
+        config
+            .fits_watchdog(sd_notify::watchdog_period())
+            .map(|()| config)
+    });
+    let config = match loaded {
         Ok(config) => config,
         Err(e) => {
             log::error(&e.to_string());
@@ -128,15 +133,30 @@ async fn serve(config: Config) -> Result<(), String> {
         config.timing.failback_interval_ms
     ));
     let shared = Arc::new(state::Shared::new(config, client, control));
-    tokio::spawn(api::serve(listener, Arc::clone(&shared)));
-    tokio::spawn(monitor::run(Arc::clone(&shared)));
+    let mut api = tokio::spawn(api::serve(listener, Arc::clone(&shared)));
+    let mut monitor = tokio::spawn(monitor::run(Arc::clone(&shared)));
     sd_notify::notify("READY=1");
-    shutdown_signal().await;
+    // Both tasks run forever; one that ends (a panic) leaves an agent that
+    // answers /health but decides nothing, or decides without an API: exit
+    // non-zero and let systemd restart it whole.
+    let ended = |task: &str, result: Result<(), tokio::task::JoinError>| match result {
+        Err(e) => format!("the {task} task failed: {e}; exiting so the agent is restarted"),
+        Ok(()) => format!("the {task} task ended; exiting so the agent is restarted"),
+    };
+    let result = tokio::select! {
+        () = shutdown_signal() => {
+            // The connector is left as it is: restarting the agent must not
+            // drop the tunnel.
+            log::info("stopping on signal; the connector is left as it is");
+            Ok(())
+        }
+        r = &mut api => Err(ended("API", r)),
+        r = &mut monitor => Err(ended("monitor", r)),
+    };
     sd_notify::notify("STOPPING=1");
-    // The connector is left as it is: restarting the agent must not drop
-    // the tunnel.
-    log::info("stopping on signal; the connector is left as it is");
-    Ok(())
+    api.abort();
+    monitor.abort();
+    result
 }
 
 async fn shutdown_signal() {

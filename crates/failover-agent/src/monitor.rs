@@ -1,7 +1,11 @@
 //! The loop that feeds the decision machine: on every poll the maintenance
 //! flag and the local connector state (both roles) and the peer's connector
 //! readiness (standby); on every fail-back tick the egress check (primary).
-//! Each probe has its own deadline, so one iteration is bounded.
+//! Each probe and command has its own deadline, so one step is bounded; the
+//! watchdog is pinged between steps, so a slow turn (systemd taking its time)
+//! is no reason to be killed. A turn holds the `actions` lock from its first
+//! observation to its last action: an API-ordered stop is either wholly
+//! before the turn (and seen by it) or wholly after it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,15 +38,21 @@ pub async fn run(shared: Arc<Shared>) {
         tokio::select! {
             _ = poll.tick() => poll_once(&shared, &mut logged).await,
             _ = failback.tick(), if config.role == Role::Primary => egress_once(&shared, &mut logged).await,
-            // Pinged from this loop, so a wedged loop stops the pings and
-            // systemd restarts the agent.
-            _ = watchdog.tick(), if watchdog_period.is_some() => sd_notify::notify("WATCHDOG=1"),
+            // Pinged from this loop (and between the steps of a turn), so a
+            // wedged loop stops the pings and systemd restarts the agent.
+            _ = watchdog.tick(), if watchdog_period.is_some() => shared.alive(),
         }
     }
 }
 
 /// Logs a hold only when its reason changed; carries out anything else.
-async fn handle(shared: &Shared, outcome: Outcome, logged: &mut String) {
+async fn handle(
+    shared: &Shared,
+    outcome: Outcome,
+    logged: &mut String,
+    turn: &tokio::sync::MutexGuard<'_, ()>,
+) {
+    shared.alive();
     if outcome.is_hold() {
         if *logged != outcome.why {
             log::info(&outcome.why);
@@ -50,19 +60,21 @@ async fn handle(shared: &Shared, outcome: Outcome, logged: &mut String) {
         }
         return;
     }
-    shared.carry_out(&outcome).await;
+    shared.carry_out(&outcome, turn).await;
     *logged = outcome.why;
 }
 
 async fn poll_once(shared: &Shared, logged: &mut String) {
+    let turn = shared.actions.lock().await;
+    shared.alive();
     let flag = shared.config.maintenance_flag.exists();
     let outcome = shared.node().set_maintenance(shared.now_ms(), flag);
-    handle(shared, outcome, logged).await;
+    handle(shared, outcome, logged, &turn).await;
 
     match shared.control.is_running().await {
         Ok(running) => {
             let outcome = shared.node().observe_local(shared.now_ms(), running);
-            handle(shared, outcome, logged).await;
+            handle(shared, outcome, logged, &turn).await;
         }
         Err(e) => log::warn(&format!(
             "cannot tell whether the local connector runs: {e}"
@@ -72,7 +84,7 @@ async fn poll_once(shared: &Shared, logged: &mut String) {
     if shared.node().wants_peer_check() {
         let view = probe_peer(shared).await;
         let outcome = shared.node().observe_peer(shared.now_ms(), &view);
-        handle(shared, outcome, logged).await;
+        handle(shared, outcome, logged, &turn).await;
     }
 }
 
@@ -109,6 +121,8 @@ async fn egress_once(shared: &Shared, logged: &mut String) {
     if !shared.node().wants_egress_check() {
         return;
     }
+    let turn = shared.actions.lock().await;
+    shared.alive();
     let config = &shared.config;
     let started = Instant::now();
     // Directly, never through the tunnel: the question is whether this
@@ -140,5 +154,5 @@ async fn egress_once(shared: &Shared, logged: &mut String) {
     let outcome = shared
         .node()
         .observe_egress(shared.now_ms(), problem.is_none());
-    handle(shared, outcome, logged).await;
+    handle(shared, outcome, logged, &turn).await;
 }

@@ -10,6 +10,7 @@ use crate::client::Client;
 use crate::config::Config;
 use crate::connector::ConnectorControl;
 use crate::log;
+use crate::sd_notify;
 
 /// Last probe latencies in seconds, for `/metrics`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -28,9 +29,13 @@ pub struct Shared {
     node: Mutex<Node>,
     probes: Mutex<Probes>,
     /// Serialises connector starts and stops between the monitor and the
-    /// API, so a stop ordered by the peer cannot interleave with a start.
+    /// API: the monitor holds it across observe, decide and act, the API
+    /// across recording and carrying out a stop or start, so neither
+    /// decides on a state the other is changing.
     pub actions: tokio::sync::Mutex<()>,
     started: Instant,
+    /// systemd asked for watchdog pings.
+    watchdog: bool,
 }
 
 impl Shared {
@@ -44,6 +49,7 @@ impl Shared {
             probes: Mutex::new(Probes::default()),
             actions: tokio::sync::Mutex::new(()),
             started: Instant::now(),
+            watchdog: sd_notify::watchdog_period().is_some(),
         }
     }
 
@@ -66,9 +72,20 @@ impl Shared {
         self.probes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Tells systemd's watchdog the agent is alive. Called between the
+    /// steps of a monitor turn too, so a slow turn (every step has its own
+    /// deadline) never goes quiet for longer than one step.
+    pub fn alive(&self) {
+        if self.watchdog {
+            sd_notify::notify("WATCHDOG=1");
+        }
+    }
+
     /// Carries out a decision: logs why, then starts/stops the connector and
-    /// asks the peer to stand down, in the order the decision lists.
-    pub async fn carry_out(&self, outcome: &Outcome) {
+    /// asks the peer to stand down, in the order the outcome lists. The
+    /// caller holds [`Shared::actions`] across the observation, the decision
+    /// and this, so that an API-ordered stop cannot slip in between.
+    pub async fn carry_out(&self, outcome: &Outcome, _turn: &tokio::sync::MutexGuard<'_, ()>) {
         use failover_core::node::Action;
         if outcome.decision == Decision::Hold {
             return;
@@ -81,17 +98,23 @@ impl Shared {
         if let Ok(now) = SystemTime::now().duration_since(UNIX_EPOCH) {
             self.probes().last_transition_unix = Some(now.as_secs_f64());
         }
-        let _serialised = self.actions.lock().await;
-        for action in outcome.decision.actions() {
+        for action in outcome.actions {
+            self.alive();
             match action {
                 Action::StartLocal => match self.control.start().await {
                     Ok(()) => log::info(&format!(
                         "local connector started ({})",
                         self.control.describe()
                     )),
-                    Err(e) => log::error(&format!(
-                        "starting the local connector failed: {e}; deciding again at the next poll"
-                    )),
+                    Err(e) => {
+                        // Not serving ourselves, we must not take the tunnel
+                        // from a peer that might: the rest is skipped.
+                        log::error(&format!(
+                            "starting the local connector failed: {e}; not asking the peer to \
+                             stand down; deciding again at the next poll"
+                        ));
+                        break;
+                    }
                 },
                 Action::StopLocal => match self.control.stop().await {
                     Ok(()) => log::info(&format!(
@@ -105,15 +128,15 @@ impl Shared {
                 Action::AskPeerToStop => self.ask_peer_to_stop().await,
             }
         }
+        self.alive();
     }
 
+    /// The peer's stop may take its whole `command_timeout`; waiting less
+    /// would log a stop that still happens as "not reachable".
     async fn ask_peer_to_stop(&self) {
         let url = self.config.peer_agent_url.with_path("/failover/stop");
-        match self
-            .client
-            .post(&url, &self.config.token, self.config.probe_timeout)
-            .await
-        {
+        let deadline = self.config.command_timeout + self.config.probe_timeout;
+        match self.client.post(&url, &self.config.token, deadline).await {
             Ok(r) if r.status == 200 => log::info("peer agent stopped its connector on request"),
             Ok(r) => log::warn(&format!(
                 "peer agent refused to stand down: HTTP {}",

@@ -17,6 +17,7 @@ fn lone_standby() -> NodeSpec {
         peer_connector_port: None,
         // Slow: nothing should be decided while the API is exercised.
         poll_ms: 60_000,
+        takeover_after: 3,
     }
 }
 
@@ -29,7 +30,13 @@ fn api_endpoints_and_the_bearer_token() {
     let _cleanup = support::StopConnectorOnDrop(&node, &dir);
     let port = node.agent_port;
 
-    for bearer in [None, Some("wrong"), Some("s3cret-token-and-more")] {
+    for bearer in [
+        None,
+        Some("wrong"),
+        Some("s3cret"),
+        Some("s3cret-toke"),
+        Some("s3cret-token-and-more"),
+    ] {
         for path in ["/failover/stop", "/failover/start"] {
             let answer = http("POST", port, path, bearer);
             assert_eq!(
@@ -70,15 +77,27 @@ fn api_endpoints_and_the_bearer_token() {
     assert!(health.contains(r#""role":"standby""#), "{health}");
     let (status, metrics) = http("GET", port, "/metrics", None).expect("metrics");
     assert_eq!(status, 200);
-    for name in [
-        "failover_agent_connector_running",
+    let lines: Vec<&str> = metrics.lines().collect();
+    for sample in [
+        "failover_agent_connector_running{role=\"standby\"} 0",
+        "failover_agent_maintenance{role=\"standby\"} 0",
         "failover_agent_peer_misses_total{role=\"standby\"} 0",
-        "failover_agent_takeovers_total",
-        "failover_agent_failbacks_total",
-        "failover_agent_last_transition_timestamp_seconds",
-        "failover_agent_relay_probe_seconds{role=\"standby\"}",
+        "failover_agent_takeovers_total{role=\"standby\"} 0",
+        "failover_agent_failbacks_total{role=\"standby\"} 0",
     ] {
-        assert!(metrics.contains(name), "{name} missing in\n{metrics}");
+        assert!(lines.contains(&sample), "{sample} missing in\n{metrics}");
+    }
+    // Values that vary: present as samples, with a number.
+    for name in [
+        "failover_agent_relay_probe_seconds",
+        "failover_agent_uptime_seconds",
+    ] {
+        let prefix = format!("{name}{{role=\"standby\"}} ");
+        let value = lines
+            .iter()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {name} sample in\n{metrics}"));
+        assert!(value.parse::<f64>().is_ok(), "{name} = {value:?}");
     }
 
     let status = node.run_cli(&dir, &["status"]);
@@ -167,15 +186,48 @@ fn config_errors_name_the_key_and_exit_before_binding() {
         assert!(stderr.contains(key), "{to}: expected {key} in {stderr}");
     }
 
-    // `run` with a bad config exits before binding its port.
+    // A duration may be a bare number of seconds, quoted or not.
+    for bare in ["poll_interval = \"60\"", "poll_interval = 60"] {
+        std::fs::write(
+            node.config_path(&dir),
+            good.replacen("poll_interval = \"60000ms\"", bare, 1),
+        )
+        .expect("config");
+        let out = node.run_cli(&dir, &["check-config"]);
+        assert!(out.status.success(), "{bare}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("poll_interval=60000ms"));
+    }
+
+    // Under systemd's watchdog every step must fit in half of WatchdogSec
+    // (here 10 s: half is 5 s < command_timeout 5 s + probe_timeout).
+    std::fs::write(node.config_path(&dir), &good).expect("config");
+    let out = Command::new(AGENT)
+        .arg("--config")
+        .arg(node.config_path(&dir))
+        .arg("check-config")
+        .env("WATCHDOG_USEC", "10000000")
+        .env_remove("WATCHDOG_PID")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("WatchdogSec"));
+
+    // `run` with a bad config exits with the config error before binding:
+    // with the port taken, a bind attempt would be a different error.
     std::fs::write(
         node.config_path(&dir),
         good.replacen("role = \"standby\"", "role = \"leader\"", 1),
     )
     .expect("config");
+    let _taken = std::net::TcpListener::bind(("127.0.0.1", node.agent_port)).expect("bind");
     let out = node.run_cli(&dir, &["run"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(std::net::TcpListener::bind(("127.0.0.1", node.agent_port)).is_ok());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("config error: `role`"), "{stderr}");
+    assert!(
+        !stderr.contains("listen") && !stderr.contains("Address already in use"),
+        "{stderr}"
+    );
 
     let missing = Command::new(AGENT)
         .args(["--config", "/nonexistent.toml", "check-config"])
@@ -201,6 +253,43 @@ fn standby_takes_over_from(name: &str, setup_peer: impl FnOnce(u16) -> Box<dyn s
         node.health().contains(r#""takeovers":1"#),
         "{}",
         node.health()
+    );
+}
+
+#[test]
+fn an_operator_start_under_the_maintenance_flag_is_not_drained() {
+    let dir = Scratch::new("operator-start");
+    let mut node = lone_standby();
+    node.poll_ms = support::POLL_MS;
+    let _edge = support::egress_server(node.edge_port, &dir.path("edge.log"));
+    node.write_config(&dir);
+    assert!(node.run_cli(&dir, &["maintenance", "on"]).status.success());
+    let _agent = node.start_agent(&dir);
+    let _cleanup = support::StopConnectorOnDrop(&node, &dir);
+    assert!(
+        support::eventually(10, || node.health().contains(r#""maintenance":true"#)),
+        "{}",
+        node.health()
+    );
+    let started = http(
+        "POST",
+        node.agent_port,
+        "/failover/start",
+        Some("s3cret-token"),
+    );
+    assert_eq!(started.map(|a| a.0), Some(200));
+    std::thread::sleep(std::time::Duration::from_millis(support::POLL_MS * 3));
+    let log = std::fs::read_to_string(dir.path("lone.log")).unwrap_or_default();
+    assert!(node.connector_running(&dir), "drained:\n{log}");
+    assert!(!log.contains("decision drain"), "{log}");
+    // The flag changes (off, on): the override ends and the node drains.
+    assert!(node.run_cli(&dir, &["maintenance", "off"]).status.success());
+    std::thread::sleep(std::time::Duration::from_millis(support::POLL_MS * 2));
+    assert!(node.run_cli(&dir, &["maintenance", "on"]).status.success());
+    assert!(
+        support::eventually(10, || !node.connector_running(&dir)),
+        "not drained after the flag changed:\n{}",
+        std::fs::read_to_string(dir.path("lone.log")).unwrap_or_default()
     );
 }
 

@@ -5,7 +5,9 @@
 //!
 //! "Connected" means: not told to disconnect (`POST /control/disconnect`,
 //! undone by `POST /control/connect`) and, with `--edge HOST:PORT`, that
-//! address accepts a TCP connection (stop the edge = lose the uplink).
+//! address accepts a TCP connection (stop the edge = lose the uplink). The
+//! edge is checked by a background thread every 100 ms and `/ready` answers
+//! from that cache, so a look at `/ready` never waits on the edge.
 //!
 //! usage: fake-connector --listen 127.0.0.1:PORT [--edge HOST:PORT]
 //!        [--connections N] [--id ID]
@@ -54,12 +56,27 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let edge_up = Arc::new(AtomicBool::new(
+        settings.edge.as_deref().is_none_or(edge_reachable),
+    ));
+    if let Some(edge) = settings.edge.clone() {
+        let edge_up = Arc::clone(&edge_up);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(100));
+            edge_up.store(edge_reachable(&edge), Ordering::SeqCst);
+        });
+    }
     let settings = Arc::new(settings);
     let connected = Arc::new(AtomicBool::new(true));
     for stream in listener.incoming().flatten() {
-        let (settings, connected) = (Arc::clone(&settings), Arc::clone(&connected));
+        let (settings, connected, edge_up) = (
+            Arc::clone(&settings),
+            Arc::clone(&connected),
+            Arc::clone(&edge_up),
+        );
         std::thread::spawn(move || {
-            let _ = answer(stream, &settings, &connected);
+            let up = connected.load(Ordering::SeqCst) && edge_up.load(Ordering::SeqCst);
+            let _ = answer(stream, &settings, up, &connected);
         });
     }
 }
@@ -73,7 +90,12 @@ fn edge_reachable(edge: &str) -> bool {
         .is_some_and(|addr| TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok())
 }
 
-fn answer(stream: TcpStream, settings: &Settings, connected: &AtomicBool) -> std::io::Result<()> {
+fn answer(
+    stream: TcpStream,
+    settings: &Settings,
+    up: bool,
+    connected: &AtomicBool,
+) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut request_line = String::new();
@@ -88,8 +110,6 @@ fn answer(stream: TcpStream, settings: &Settings, connected: &AtomicBool) -> std
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (status, body) = match (method, path) {
         ("GET", "/ready") => {
-            let up = connected.load(Ordering::SeqCst)
-                && settings.edge.as_deref().is_none_or(edge_reachable);
             if up {
                 (
                     200,

@@ -11,14 +11,36 @@ use std::time::{Duration, Instant};
 pub const AGENT: &str = env!("CARGO_BIN_EXE_failover-agent");
 pub const FAKE: &str = env!("CARGO_BIN_EXE_fake-connector");
 
-/// Fast clocks for tests: a take-over needs 3 × 400 ms, a fail-back 2 × 400 ms.
-pub const POLL_MS: u64 = 400;
+/// Fast clocks for tests: 1 s polls and fail-back checks. Slow enough that
+/// a loaded 2-core machine does not miss looks (two hops of a probe each
+/// well under the 750 ms probe timeout), fast enough for the whole file.
+pub const POLL_MS: u64 = 1_000;
 
+/// Misses before a take-over where a test asserts that none happens: five
+/// looks in a row must fail, not three.
+pub const TAKEOVER_AFTER: u32 = 5;
+
+/// Ports handed out once per test process, below Linux's ephemeral range
+/// (32768+), so that neither another test nor an outgoing connection's
+/// source port takes one between `free_port()` and the bind.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = 20_000 + (std::process::id() % 1_000) * 12;
+    loop {
+        let offset = NEXT.fetch_add(1, Ordering::SeqCst);
+        let port = u16::try_from(base + offset % 12_000).expect("a port below 32768");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// The two-node scenarios run one at a time: a dozen processes on fast
+/// clocks are enough load for a small machine.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A scratch directory removed on drop.
@@ -124,6 +146,7 @@ pub struct NodeSpec {
     /// The peer connector's `/ready`, given directly.
     pub peer_connector_port: Option<u16>,
     pub poll_ms: u64,
+    pub takeover_after: u32,
 }
 
 impl NodeSpec {
@@ -177,6 +200,7 @@ listen = "127.0.0.1:{agent}"
 token_file = "{token}"
 maintenance_flag = "{flag}"
 poll_interval = "{poll}ms"
+takeover_after = {takeover_after}
 failback_interval = "{poll}ms"
 probe_timeout = "{timeout}ms"
 
@@ -199,6 +223,7 @@ url = "http://127.0.0.1:{edge}/cdn-cgi/trace"
             token = token.display(),
             flag = self.flag(dir).display(),
             poll = self.poll_ms,
+            takeover_after = self.takeover_after,
             timeout = self.poll_ms * 3 / 4,
             conn = self.connector_port,
             start = self
@@ -273,7 +298,7 @@ pub struct Pair {
 }
 
 impl Pair {
-    pub fn start(name: &str, direct_peer_url: bool) -> Pair {
+    pub fn start(name: &str, direct_peer_url: bool, takeover_after: u32) -> Pair {
         let dir = Scratch::new(name);
         let (pa, sa, pc, sc, pe, se) = (
             free_port(),
@@ -292,6 +317,7 @@ impl Pair {
             peer_agent_port: sa,
             peer_connector_port: None,
             poll_ms: POLL_MS,
+            takeover_after,
         };
         let standby = NodeSpec {
             name: "standby",
@@ -302,6 +328,7 @@ impl Pair {
             peer_agent_port: pa,
             peer_connector_port: direct_peer_url.then_some(pc),
             poll_ms: POLL_MS,
+            takeover_after,
         };
         let primary_egress = Some(egress_server(pe, &dir.path("primary-egress.log")));
         let standby_egress = Some(egress_server(se, &dir.path("standby-egress.log")));
@@ -320,6 +347,10 @@ impl Pair {
             ready(p.primary.connector_port) && !p.standby.connector_running(&p.dir)
         });
         pair
+    }
+
+    pub fn log(&self, node: &str) -> String {
+        std::fs::read_to_string(self.dir.path(&format!("{node}.log"))).unwrap_or_default()
     }
 
     /// Both agents' logs, for failure messages.

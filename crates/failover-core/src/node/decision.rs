@@ -17,12 +17,16 @@ pub enum Decision {
     Drain,
 }
 
+const TAKE_OVER: [Action; 2] = [Action::StartLocal, Action::AskPeerToStop];
+
 /// One side effect, in the order a [`Decision`] lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     StartLocal,
     StopLocal,
-    /// `POST /failover/stop` to the peer agent, if it answers.
+    /// `POST /failover/stop` to the peer agent, if it answers. Skipped when
+    /// the `StartLocal` before it failed: a node that cannot serve must not
+    /// take the tunnel from one that might.
     AskPeerToStop,
 }
 
@@ -32,7 +36,7 @@ impl Decision {
     pub fn actions(self) -> &'static [Action] {
         match self {
             Decision::Hold => &[],
-            Decision::TakeOver => &[Action::StartLocal, Action::AskPeerToStop],
+            Decision::TakeOver => &TAKE_OVER,
             Decision::StandDown | Decision::Drain => &[Action::StopLocal],
             Decision::FailBack => &[Action::StartLocal],
         }
@@ -49,18 +53,37 @@ impl Decision {
     }
 }
 
-/// A decision and the one-line reason the agent logs with it.
+/// A decision, the one-line reason the agent logs with it, and the side
+/// effects to carry out. The actions are usually [`Decision::actions`]; a
+/// take-over that only retries a failed local start omits asking the peer
+/// again (see [`Outcome::retry_start`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     pub decision: Decision,
     pub why: String,
+    pub actions: &'static [Action],
 }
 
 impl Outcome {
-    pub fn hold(why: impl Into<String>) -> Self {
+    pub fn new(decision: Decision, why: impl Into<String>) -> Self {
         Outcome {
-            decision: Decision::Hold,
+            decision,
             why: why.into(),
+            actions: decision.actions(),
+        }
+    }
+
+    pub fn hold(why: impl Into<String>) -> Self {
+        Outcome::new(Decision::Hold, why)
+    }
+
+    /// A repeated take-over within one episode: the peer was asked to stand
+    /// down already, so only the local start is tried again.
+    pub fn retry_start(decision: Decision, why: impl Into<String>) -> Self {
+        Outcome {
+            decision,
+            why: why.into(),
+            actions: &[Action::StartLocal],
         }
     }
 

@@ -5,8 +5,8 @@
 //! The checks run while the connector runs too, so that a bare stop of the
 //! connector on a healthy primary is undone at the next local look instead of
 //! two fail-back periods later: that is why a stop-only test exercises
-//! fail-back, not failover. A stop ordered by the peer (a take-over) starts
-//! the count again from zero, and a take-over that reverses a recent
+//! fail-back, not failover. A stop ordered by the peer (a take-over) of a
+//! running connector starts the count again from zero, and a take-over that reverses a recent
 //! fail-back doubles the count needed next time: a flapping link passes two
 //! checks in a row often, sixteen rarely.
 
@@ -75,12 +75,16 @@ impl FailBack {
 
     /// The peer took over and ordered our connector stopped. Only taking a
     /// RUNNING connector away soon after a fail-back is a reversal; a stop
-    /// sent to a connector that was already down (drained, crashed) is not.
+    /// sent to a connector that was already down (drained, crashed, or a
+    /// standby retrying) takes nothing away: it neither damps nor restarts
+    /// the count, or a peer repeating it could hold the primary down forever.
     pub fn peer_ordered_stop(&mut self, now_ms: u64, was_running: bool) {
-        let reversed = was_running
-            && self
-                .last_failback_ms
-                .is_some_and(|at| now_ms.saturating_sub(at) < self.window_ms);
+        if !was_running {
+            return;
+        }
+        let reversed = self
+            .last_failback_ms
+            .is_some_and(|at| now_ms.saturating_sub(at) < self.window_ms);
         self.penalty = if reversed {
             (self.penalty + 1).min(MAX_PENALTY)
         } else {
@@ -144,8 +148,14 @@ mod tests {
     fn a_stop_of_a_connector_already_down_or_a_planned_handover_is_no_reversal() {
         let mut f = FailBack::new(&Timing::default());
         f.record_failback(0);
+        f.observe(true);
         f.peer_ordered_stop(1_000, false);
         assert_eq!(f.required(), 2);
+        assert_eq!(
+            f.good_in_a_row(),
+            1,
+            "a stop of a stopped connector keeps the count"
+        );
         f.record_failback(2_000);
         f.peer_ordered_stop(3_000, true);
         assert_eq!(f.required(), 4);

@@ -3,7 +3,7 @@
 //! maintenance flag. Each `observe_*` call takes one observation and returns
 //! the [`Outcome`] to carry out.
 
-use super::decision::{Decision, Outcome};
+use super::decision::{Action, Decision, Outcome};
 use super::failback::FailBack;
 use super::maintenance::Maintenance;
 use super::peer_watch::PeerWatch;
@@ -60,6 +60,11 @@ pub struct Node {
     standdowns: u64,
     failbacks: u64,
     drains: u64,
+    /// This take-over episode already asked the peer to stand down.
+    asked_peer: bool,
+    /// An operator started the connector through the API while the
+    /// maintenance flag was set: no drain until the flag next changes.
+    operator_started: bool,
 }
 
 impl Node {
@@ -76,6 +81,8 @@ impl Node {
             standdowns: 0,
             failbacks: 0,
             drains: 0,
+            asked_peer: false,
+            operator_started: false,
         }
     }
 
@@ -149,6 +156,7 @@ impl Node {
         if !self.maintenance.set(now_ms, on) {
             return self.decide(now_ms, self.last.why.clone());
         }
+        self.operator_started = false;
         if on {
             self.failback.planned_handover();
             self.decide(
@@ -167,18 +175,37 @@ impl Node {
         }
     }
 
-    /// The peer (or an operator) stopped our connector through the API.
-    /// The primary must then prove egress from zero, so that a take-over is
-    /// not undone at once by a streak gathered before it.
+    /// The peer (or an operator) is stopping our connector through the API.
+    /// Recorded before the stop runs, so that no decision in between works
+    /// from a stale "running". A primary whose RUNNING connector is taken
+    /// away must then prove egress from zero, so that a take-over is not
+    /// undone at once by a streak gathered before it; a stop sent to a
+    /// connector that was already down takes nothing away and changes no
+    /// count.
     pub fn peer_ordered_stop(&mut self, now_ms: u64) {
         let was_running = self.local_running == Some(true);
         self.local_running = Some(false);
+        self.operator_started = false;
         if self.role == Role::Primary {
             self.failback.peer_ordered_stop(now_ms, was_running);
             self.last = Outcome::hold(format!(
                 "stopped on request: fail-back after {} good egress check(s)",
                 self.failback.required()
             ));
+        }
+    }
+
+    /// An operator started our connector through the API (`POST
+    /// /failover/start`). Under the maintenance flag that is an explicit
+    /// override: the node does not drain it again until the flag next
+    /// changes.
+    pub fn operator_started(&mut self) {
+        self.local_running = Some(true);
+        if self.maintenance.is_on() {
+            self.operator_started = true;
+            self.last = Outcome::hold(
+                "started on request under the maintenance flag: no drain until the flag changes",
+            );
         }
     }
 
@@ -202,9 +229,13 @@ impl Node {
     }
 
     fn decide(&mut self, now_ms: u64, hold_why: String) -> Outcome {
+        if !self.peer.peer_is_down() {
+            // The take-over episode ends once the peer is seen ready again.
+            self.asked_peer = false;
+        }
         let outcome = self.rule(hold_why);
         if !outcome.is_hold() {
-            self.carry_out(now_ms, outcome.decision);
+            self.carry_out(now_ms, &outcome);
         }
         self.last = outcome.clone();
         outcome
@@ -213,43 +244,58 @@ impl Node {
     fn rule(&self, hold_why: String) -> Outcome {
         let running = self.local_running;
         if self.maintenance.is_on() {
-            if running == Some(true) {
-                return Outcome {
-                    decision: Decision::Drain,
-                    why:
-                        "maintenance flag set: stopping the local connector so the peer takes over"
-                            .into(),
-                };
+            if running == Some(true) && !self.operator_started {
+                return Outcome::new(
+                    Decision::Drain,
+                    "maintenance flag set: stopping the local connector so the peer takes over",
+                );
             }
             return Outcome::hold(hold_why);
         }
         match self.role {
-            Role::Standby if running == Some(false) && self.peer.peer_is_down() => Outcome {
-                decision: Decision::TakeOver,
-                why: format!(
-                    "peer connector missed {} check(s) in a row (last: {}): starting the local \
-                     connector and asking the peer to stand down",
+            Role::Standby if running == Some(false) && self.peer.peer_is_down() => {
+                let missed = format!(
+                    "peer connector missed {} check(s) in a row (last: {})",
                     self.peer.misses_in_a_row(),
                     self.peer.last().unwrap_or("none")
-                ),
-            },
-            Role::Standby if running == Some(true) && self.peer.peer_serves() => Outcome {
-                decision: Decision::StandDown,
-                why: format!(
+                );
+                if self.asked_peer {
+                    Outcome::retry_start(
+                        Decision::TakeOver,
+                        format!(
+                            "{missed} and the local connector is not running yet: starting it \
+                             again (the peer was asked to stand down already)"
+                        ),
+                    )
+                } else {
+                    Outcome::new(
+                        Decision::TakeOver,
+                        format!(
+                            "{missed}: starting the local connector and asking the peer to \
+                             stand down"
+                        ),
+                    )
+                }
+            }
+            Role::Standby if running == Some(true) && self.peer.peer_serves() => Outcome::new(
+                Decision::StandDown,
+                format!(
                     "peer connector ready for {} check(s) in a row (last: {}): stopping the local \
                      connector",
                     self.peer.ready_in_a_row(),
                     self.peer.last().unwrap_or("none")
                 ),
-            },
-            Role::Primary if running == Some(false) && self.failback.egress_proven() => Outcome {
-                decision: Decision::FailBack,
-                why: format!(
-                    "local connector not running and egress good for {} check(s) in a row: \
-                     starting the local connector",
-                    self.failback.good_in_a_row()
-                ),
-            },
+            ),
+            Role::Primary if running == Some(false) && self.failback.egress_proven() => {
+                Outcome::new(
+                    Decision::FailBack,
+                    format!(
+                        "local connector not running and egress good for {} check(s) in a row: \
+                         starting the local connector",
+                        self.failback.good_in_a_row()
+                    ),
+                )
+            }
             _ => Outcome::hold(hold_why),
         }
     }
@@ -257,12 +303,17 @@ impl Node {
     /// Book-keeping for a decision the shell is about to carry out. The
     /// connector is presumed to follow; the next local look corrects that if
     /// the start or stop failed, and the rule then decides again.
-    fn carry_out(&mut self, now_ms: u64, decision: Decision) {
+    fn carry_out(&mut self, now_ms: u64, outcome: &Outcome) {
         self.last_transition_ms = Some(now_ms);
-        match decision {
+        match outcome.decision {
             Decision::Hold => {}
             Decision::TakeOver => {
-                self.takeovers += 1;
+                // One take-over episode asks the peer once and counts once;
+                // a retried start is part of the same episode.
+                if outcome.actions.contains(&Action::AskPeerToStop) {
+                    self.takeovers += 1;
+                    self.asked_peer = true;
+                }
                 self.local_running = Some(true);
             }
             Decision::StandDown => {
@@ -374,5 +425,40 @@ mod tests {
         for t in 1..10 {
             assert!(s.observe_egress(t, true).is_hold());
         }
+    }
+
+    #[test]
+    fn a_retried_take_over_asks_the_peer_once_per_episode() {
+        let mut n = Node::new(Role::Standby, Timing::default());
+        n.observe_local(0, false);
+        for t in 1..=3 {
+            n.observe_peer(t, &miss());
+        }
+        assert!(n.last.actions.contains(&Action::AskPeerToStop));
+        let retry = n.observe_local(4, false);
+        assert_eq!(retry.decision, Decision::TakeOver);
+        assert_eq!(retry.actions, &[Action::StartLocal]);
+        assert_eq!(n.snapshot().takeovers, 1);
+        // The peer serves again: the episode is over; the next one asks.
+        assert_eq!(n.observe_peer(5, &ready()).decision, Decision::StandDown);
+        n.observe_peer(6, &miss());
+        n.observe_peer(7, &miss());
+        let o = n.observe_peer(8, &miss());
+        assert!(o.actions.contains(&Action::AskPeerToStop), "{o:?}");
+        assert_eq!(n.snapshot().takeovers, 2);
+    }
+
+    #[test]
+    fn an_operator_start_under_the_flag_is_not_drained_until_the_flag_changes() {
+        let mut n = Node::new(Role::Primary, Timing::default());
+        n.observe_local(0, false);
+        assert!(n.set_maintenance(1, true).is_hold());
+        n.operator_started();
+        for t in 2..6 {
+            assert!(n.observe_local(t, true).is_hold());
+            assert!(n.set_maintenance(t, true).is_hold());
+        }
+        n.set_maintenance(6, false);
+        assert_eq!(n.set_maintenance(7, true).decision, Decision::Drain);
     }
 }

@@ -2,7 +2,7 @@
 //! and the connectors are modelled; every decision comes from [`Node`]. These
 //! are the timing claims of the runbook, checked over many clock phases.
 
-use super::decision::{Action, Decision};
+use super::decision::{Action, Decision, Outcome};
 use super::machine::{Node, Role};
 use super::readiness::{PeerView, Readiness};
 use super::timing::Timing;
@@ -26,6 +26,18 @@ struct World {
     standby_connector: bool,
     /// The standby's config names the peer connector's `/ready` directly.
     direct_url: bool,
+    /// How the standby's own connector start goes.
+    standby_start: StartGoes,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StartGoes {
+    Works,
+    /// The start command fails (the agent skips asking the peer).
+    Fails,
+    /// The start "succeeds" but the process never shows as running
+    /// (systemd: activating, auto-restart).
+    NeverComesUp,
 }
 
 struct Sim {
@@ -40,6 +52,8 @@ struct Sim {
     primary_egress_at: u64,
     standby_poll_at: u64,
     log: Vec<(u64, Who, Decision)>,
+    /// `POST /failover/stop` requests the standby sent.
+    peer_stops: u32,
 }
 
 impl Sim {
@@ -57,6 +71,7 @@ impl Sim {
                 primary_connector: true,
                 standby_connector: false,
                 direct_url: false,
+                standby_start: StartGoes::Works,
             },
             primary: Node::new(Role::Primary, timing),
             standby: Node::new(Role::Standby, timing),
@@ -64,6 +79,7 @@ impl Sim {
             primary_egress_at: primary_phase % timing.failback_interval_ms,
             standby_poll_at: standby_phase % timing.poll_interval_ms,
             log: Vec::new(),
+            peer_stops: 0,
         };
         sim.run_for(5 * MINUTE);
         assert!(
@@ -95,9 +111,9 @@ impl Sim {
             self.primary_poll_at += timing.poll_interval_ms;
             if agent_alive {
                 let o = self.primary.set_maintenance(t, self.world.primary_flag);
-                self.apply(Who::Primary, o.decision);
+                self.apply(Who::Primary, &o);
                 let o = self.primary.observe_local(t, self.world.primary_connector);
-                self.apply(Who::Primary, o.decision);
+                self.apply(Who::Primary, &o);
             }
         }
         if t == self.primary_egress_at {
@@ -105,16 +121,16 @@ impl Sim {
             if agent_alive && self.primary.wants_egress_check() {
                 let good = self.world.primary_host_up && self.world.primary_egress_up;
                 let o = self.primary.observe_egress(t, good);
-                self.apply(Who::Primary, o.decision);
+                self.apply(Who::Primary, &o);
             }
         }
         if t == self.standby_poll_at {
             self.standby_poll_at += timing.poll_interval_ms;
             let o = self.standby.observe_local(t, self.world.standby_connector);
-            self.apply(Who::Standby, o.decision);
+            self.apply(Who::Standby, &o);
             let view = self.peer_view();
             let o = self.standby.observe_peer(t, &view);
-            self.apply(Who::Standby, o.decision);
+            self.apply(Who::Standby, &o);
         }
     }
 
@@ -147,21 +163,29 @@ impl Sim {
         }
     }
 
-    fn apply(&mut self, who: Who, decision: Decision) {
+    /// Carries out an outcome the way the agent does: in order, and not
+    /// asking the peer to stop after our own start failed.
+    fn apply(&mut self, who: Who, outcome: &Outcome) {
+        let decision = outcome.decision;
         if decision == Decision::Hold {
             return;
         }
         self.log.push((self.t, who, decision));
-        for action in decision.actions() {
+        for action in outcome.actions {
             match (who, action) {
                 (Who::Primary, Action::StartLocal) => self.world.primary_connector = true,
                 (Who::Primary, Action::StopLocal) => self.world.primary_connector = false,
-                (Who::Standby, Action::StartLocal) => self.world.standby_connector = true,
+                (Who::Standby, Action::StartLocal) => match self.world.standby_start {
+                    StartGoes::Works => self.world.standby_connector = true,
+                    StartGoes::Fails => break,
+                    StartGoes::NeverComesUp => {}
+                },
                 (Who::Standby, Action::StopLocal) => self.world.standby_connector = false,
                 (Who::Standby, Action::AskPeerToStop) => {
+                    self.peer_stops += 1;
                     if self.world.primary_host_up && self.world.primary_agent_up {
-                        self.world.primary_connector = false;
                         self.primary.peer_ordered_stop(self.t);
+                        self.world.primary_connector = false;
                     }
                 }
                 (Who::Primary, Action::AskPeerToStop) => {
@@ -413,4 +437,80 @@ fn maintenance_flag_held_then_released() {
         assert_eq!(sim.log.len(), 4, "{:?}", sim.log);
     }
     println!("maintenance released: primary serving again at most {slowest_return} ms later");
+}
+
+#[test]
+fn a_standby_that_cannot_start_does_not_block_the_primary_fail_back() {
+    let timing = Timing::default();
+    let (p, f) = (timing.poll_interval_ms, timing.failback_interval_ms);
+    for start in [StartGoes::Fails, StartGoes::NeverComesUp] {
+        for (s, pp) in phases().step_by(5) {
+            let mut sim = Sim::steady(timing, s, pp);
+            sim.world.standby_start = start;
+            let set = sim.t;
+            let released = set + 5 * MINUTE;
+            sim.run_until(released + 10 * MINUTE, |w, t| {
+                w.primary_flag = (set..released).contains(&t)
+            });
+            sim.first_after(set, Who::Primary, Decision::Drain)
+                .expect("drain");
+            assert!(
+                sim.count(Who::Standby, Decision::TakeOver) > 1,
+                "{start:?}: the standby keeps retrying its start: {:?}",
+                sim.log
+            );
+            let fb = sim
+                .first_after(released, Who::Primary, Decision::FailBack)
+                .unwrap_or_else(|| panic!("{start:?}: no fail-back: {:?}", sim.log));
+            assert!(
+                fb - released <= p + 2 * f,
+                "{start:?}: {} ms",
+                fb - released
+            );
+            assert!(sim.world.primary_connector);
+            let expected_asks = match start {
+                StartGoes::Fails => 0,
+                _ => 1,
+            };
+            assert_eq!(
+                sim.peer_stops, expected_asks,
+                "{start:?}: one take-over episode asks the peer at most once"
+            );
+            assert_eq!(
+                sim.standby.snapshot().takeovers,
+                1,
+                "{start:?}: a retried start is the same take-over"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_link_down_100s_up_150s_for_an_hour_is_handed_over_only_a_few_times() {
+    // Long enough for each clock to fire in every half of the cycle: without
+    // damping every cycle hands the tunnel over and back (about 28 times an
+    // hour).
+    let timing = Timing::default();
+    let mut worst = 0;
+    for (s, pp) in phases().step_by(3) {
+        let mut sim = Sim::steady(timing, s, pp);
+        let start = sim.t;
+        let end = start + 60 * MINUTE;
+        sim.run_until(end, |w, t| {
+            w.primary_egress_up = (t - start) % 250_000 >= 100_000;
+        });
+        let handovers = sim.count(Who::Standby, Decision::TakeOver)
+            + sim.count(Who::Primary, Decision::FailBack);
+        worst = worst.max(handovers);
+        assert!(handovers <= 4, "{handovers} hand-overs: {:?}", sim.log);
+        // Once the link holds, the primary comes back (at most 16 checks).
+        sim.world.primary_egress_up = true;
+        sim.run_for(20 * MINUTE);
+        assert!(
+            sim.world.primary_connector && !sim.world.standby_connector,
+            "the primary does not serve once the link held: {:?}",
+            sim.log
+        );
+    }
+    println!("link down 100 s / up 150 s for an hour: at most {worst} hand-overs");
 }
