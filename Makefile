@@ -6,9 +6,9 @@ TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
 
 .PHONY: build test test-rust test-worker lint demo bench gate clean
 
-## build: compile the Worker to build/index.js + build/index_bg.wasm
+## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
 build:
-	@$(TOOLCHAIN) && worker-build --release
+	@$(TOOLCHAIN) && bash scripts/build-worker.sh
 
 ## test: every test, native and in Miniflare
 test: build lint

@@ -2,17 +2,18 @@
 # Sourced by the Makefile: makes sure every tool the build and the tests need
 # is present, installing what is missing, then exports where each one is.
 #
-# Cargo-built tools go to a version-keyed cache OUTSIDE the repository
+# The one cargo-built tool, wasm-bindgen-cli, goes to a version-keyed cache
+# OUTSIDE the repository
 # (${XDG_CACHE_HOME:-~/.cache}/tunnel-failover/tools/<tool>-<version>), so a
-# fresh clone on the same machine (what CI runs) reuses them instead of
-# spending ~16 minutes compiling them again. Nothing here downloads from
+# fresh clone on the same machine (what CI runs) reuses it instead of
+# spending ~6 minutes compiling it again. (worker-build is not needed:
+# scripts/build-worker.sh drives the same tools with our own entry.) Nothing here downloads from
 # GitHub: only crates.io, npm and rustup are reachable on our machines.
 
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=${TUNNEL_FAILOVER_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/tunnel-failover/tools}
-WORKER_BUILD_VERSION=0.8.7
 NODE_MIN_MAJOR=22
 NODE_MIN_MINOR=12
 
@@ -88,12 +89,11 @@ ensure_tools() {
   wbg=$(wasm_bindgen_version)
   [ -n "$wbg" ] || fail "no wasm-bindgen in Cargo.lock" "cargo generate-lockfile"
   ensure_wasm_target
-  ensure_cargo_tool worker-build "$WORKER_BUILD_VERSION" worker-build --locked
   # Not --locked: its lockfile wants a webpki-roots release crates.io lacks.
   ensure_cargo_tool wasm-bindgen-cli "$wbg" wasm-bindgen
   ensure_node
   ensure_npm_packages
-  export PATH="$TOOLS/worker-build-$WORKER_BUILD_VERSION/bin:$ROOT/node_modules/.bin:$PATH"
+  export PATH="$ROOT/node_modules/.bin:$PATH"
   export WASM_BINDGEN_BIN="$TOOLS/wasm-bindgen-cli-$wbg/bin/wasm-bindgen"
   export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
   export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
