@@ -29,23 +29,17 @@ pub async fn attempt(
     body: &RequestBody,
     timeout_ms: u64,
 ) -> Outcome {
+    let streamed_length = body.streamed_length();
     let sent = send(
         url,
         method,
         Some(headers),
         body.as_js(),
-        body.streamed_length(),
+        streamed_length,
         timeout_ms,
     )
     .await;
-    match sent {
-        Sent::Response(res) => match classify_status(res.status()) {
-            None => Outcome::Answer(res),
-            Some(failure) => Outcome::Failed(failure, Some(res)),
-        },
-        Sent::Failed(failure) => Outcome::Failed(failure, None),
-        Sent::Refused => Outcome::Refused,
-    }
+    outcome(sent)
 }
 
 /// What `send` got back.
@@ -55,53 +49,9 @@ pub enum Sent {
     Refused,
 }
 
-// The whole attempt happens in JS: one crossing in, one promise out. Built
-// from Rust it costs ~10 crossings (AbortController, RequestInit setters,
-// global lookup) plus two wasm-bindgen closures (the Delay timer and the
-// select), each registered with a FinalizationRegistry.
-//
-// The timer times the wait for the response headers only, and for a
-// streamed upload it starts once the whole body has been handed over: a
-// slow client uploading a large file must not look like a dead origin.
-// The stream is re-piped through a FixedLengthStream when its length is
-// known, so the origin still gets a Content-Length and not chunks.
-//
-// Resolves to the Response, 0 for our own timeout, 1 when fetch refused the
-// request (TypeError), or the error's message; it never rejects. Redirects
-// go to the client as they are: following one could leave the origin.
-#[wasm_bindgen(inline_js = r#"
-export function attempt_js(url, method, headers, body, streamedLength, timeoutMs) {
-  const ctl = new AbortController();
-  let timer;
-  const arm = () => { timer = setTimeout(() => ctl.abort(), timeoutMs); };
-  const init = { method, redirect: "manual", signal: ctl.signal };
-  if (headers !== undefined) {
-    // The origin must see its own hostname: never pass the client's Host on.
-    if (headers.has("host")) {
-      headers = new Headers(headers);
-      headers.delete("host");
-    }
-    init.headers = headers;
-  }
-  if (streamedLength !== undefined) {
-    const pipe = streamedLength >= 0 ? new FixedLengthStream(streamedLength) : new TransformStream();
-    body.pipeTo(pipe.writable).then(arm, () => {});
-    init.body = pipe.readable;
-  } else {
-    if (body !== undefined) init.body = body;
-    arm();
-  }
-  return fetch(url, init).then(
-    (res) => { clearTimeout(timer); return res; },
-    (err) => {
-      clearTimeout(timer);
-      if (ctl.signal.aborted) return 0;
-      if (err instanceof TypeError) return 1;
-      return String(err && err.message !== undefined ? err.message : err);
-    },
-  );
-}
-"#)]
+// The attempt itself is JS (src/js/attempt.mjs, shared with the fast path
+// in entry.mjs): one crossing in, one promise out.
+#[wasm_bindgen(module = "/src/js/attempt.mjs")]
 extern "C" {
     fn attempt_js(
         url: &str,
@@ -136,6 +86,11 @@ pub async fn send(
     else {
         return Sent::Failed(Failure::Network);
     };
+    sent_from_js(value)
+}
+
+/// Reads what `attempt_js` resolved to.
+pub fn sent_from_js(value: JsValue) -> Sent {
     if let Some(message) = value.as_string() {
         return Sent::Failed(classify_fetch_error(&message));
     }
@@ -145,6 +100,18 @@ pub async fn send(
         None => value
             .dyn_into::<web_sys::Response>()
             .map_or(Sent::Failed(Failure::Network), Sent::Response),
+    }
+}
+
+/// The outcome of an attempt, from what `send` got back.
+pub fn outcome(sent: Sent) -> Outcome {
+    match sent {
+        Sent::Response(res) => match classify_status(res.status()) {
+            None => Outcome::Answer(res),
+            Some(failure) => Outcome::Failed(failure, Some(res)),
+        },
+        Sent::Failed(failure) => Outcome::Failed(failure, None),
+        Sent::Refused => Outcome::Refused,
     }
 }
 

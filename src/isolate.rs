@@ -48,6 +48,11 @@ thread_local! {
     static LOADED: RefCell<Option<Loaded>> = const { RefCell::new(None) };
 }
 
+/// The isolate's state if it was loaded already.
+pub fn current() -> Option<Loaded> {
+    LOADED.with(|cell| cell.borrow().clone())
+}
+
 /// The isolate's state, read from `env` on first use.
 pub fn load(env: &Env) -> Loaded {
     if let Some(loaded) = LOADED.with(|cell| cell.borrow().clone()) {

@@ -7,6 +7,8 @@
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
 //! - [`forward`]: one attempt against one origin, with its timeout.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
+//! - [`fast`]: the synchronous plan for src/js/entry.mjs's fast path, and
+//!   the way back into [`proxy`] when that attempt fails.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`global`]: the opt-in global checker (a Durable Object) and its cron.
@@ -18,6 +20,7 @@
 mod body;
 mod clock;
 mod colo;
+mod fast;
 mod forward;
 mod global;
 mod isolate;
@@ -44,7 +47,7 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<
         Loaded::Ready(isolate) => isolate,
         Loaded::Broken(problem) => return Ok(respond::plain(500, &problem)),
     };
-    Ok(proxy(req, &isolate, &env, &ctx).await)
+    Ok(proxy(req, &isolate, &env, &ctx, None).await)
 }
 
 /// The Cron Trigger keeps the global checker's alarm chain alive.
@@ -53,11 +56,15 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     global::keep_alive(&env).await;
 }
 
+/// The whole request, the slow and complete way. `first` is an attempt the
+/// fast path (src/js/entry.mjs) already made and that did not succeed: the
+/// walk over the origins picks up from there.
 async fn proxy(
     req: web_sys::Request,
     isolate: &Rc<Isolate>,
     env: &Env,
     ctx: &Context,
+    mut first: Option<(usize, Outcome)>,
 ) -> web_sys::Response {
     let config = &isolate.config;
     let url = req.url();
@@ -83,7 +90,11 @@ async fn proxy(
         }
     };
     let headers = req.headers();
-    let order = isolate.health.borrow().attempt_order();
+    let mut order = isolate.health.borrow().attempt_order();
+    if let Some((tried, _)) = &first {
+        order.retain(|o| o != tried);
+        order.insert(0, *tried);
+    }
     let mut attempts = Attempts::new(order, &method, body.plan());
     let Some(mut current) = attempts.first() else {
         return respond::plain(502, "no origin is configured");
@@ -95,8 +106,12 @@ async fn proxy(
         let Some(target) = upstream_url(&origin.base, &url) else {
             return respond::plain(400, "the request path is not allowed");
         };
-        let outcome =
-            forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms).await;
+        let outcome = match first.take() {
+            Some((_, outcome)) => outcome,
+            None => {
+                forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms).await
+            }
+        };
         let (failure, failed_response) = match outcome {
             Outcome::Answer(res) => {
                 // Evidence too: an older shared "down" must not override it.

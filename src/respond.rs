@@ -7,15 +7,8 @@ use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::web_sys;
 
 // One crossing instead of five (body getter, constructor, headers getter,
-// one or two header sets).
-#[wasm_bindgen(inline_js = r#"
-export function served_by_js(res, origin, failedOver) {
-  const out = new Response(res.body, res);
-  out.headers.set("X-Served-By", origin);
-  if (failedOver) out.headers.set("x-failover", origin);
-  return out;
-}
-"#)]
+// one or two header sets); shared with the fast path in entry.mjs.
+#[wasm_bindgen(module = "/src/js/attempt.mjs")]
 extern "C" {
     #[wasm_bindgen(catch)]
     fn served_by_js(

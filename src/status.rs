@@ -16,12 +16,17 @@ const BUILD: BuildInfo<'static> = BuildInfo {
 };
 
 pub fn is_status_request(req: &web_sys::Request, url: &str, config: &WorkerConfig) -> bool {
+    is_status_path(&req.method(), url, config)
+}
+
+/// The same test from plain values (for the fast path).
+pub fn is_status_path(method: &str, url: &str, config: &WorkerConfig) -> bool {
     if config.status_token.is_none() {
         return false;
     }
     let path = path_and_query(url);
     let path = path.split_once('?').map_or(path, |(p, _)| p);
-    path == config.status_path && matches!(req.method().as_str(), "GET" | "HEAD")
+    path == config.status_path && matches!(method, "GET" | "HEAD")
 }
 
 pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {

@@ -9,6 +9,7 @@
 // instance instead of failing forever. The health map is lost with it,
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
+import { attempt_js, served_by_js } from "./attempt.mjs";
 
 const initState = wasm.__worker_init_state();
 
@@ -33,6 +34,16 @@ addEventListener("error", (e) => {
   if (e.error instanceof WebAssembly.RuntimeError) initState.criticalError = true;
 });
 
+// A synchronous Rust call.
+function guard(fn, ...args) {
+  try {
+    return fn(...args);
+  } catch (e) {
+    return handleMaybeCritical(e);
+  }
+}
+
+// An asynchronous Rust call: its rejection may be a trap too.
 function call(fn, ...args) {
   checkReinitialize();
   try {
@@ -42,9 +53,37 @@ function call(fn, ...args) {
   }
 }
 
+// The fast path. Most requests need exactly one attempt: Rust decides
+// synchronously which origin (fast_plan), the attempt runs here, and only a
+// failure goes back into Rust's full path (fetch_after), which records it
+// and walks on over the origins. Everything else (bodies, the status
+// endpoint, due probes and shared-health reads, no healthy origin) takes the
+// full path from the start. This keeps Rust futures, and their per-request
+// closures and microtasks, off the common case: `make bench` measured it.
+let settings; // [attempt timeout ms, origin names...], fixed per deployment
+
+function fastFetch(request, env, ctx) {
+  const url = wasm.fast_plan(request.method, request.url, request.body !== null, env);
+  if (url === undefined) return call(wasm.fetch, request, env, ctx);
+  const origin = wasm.fast_origin();
+  settings ??= wasm.fast_settings(env);
+  return attempt_js(url, request.method, request.headers, undefined, undefined, settings[0]).then((result) => {
+    if (typeof result === "object" && result.status < 500) {
+      guard(wasm.fast_success, origin);
+      return served_by_js(result, settings[origin + 1], origin !== 0);
+    }
+    return call(wasm.fetch_after, request, env, ctx, origin, result);
+  });
+}
+
 export default {
   fetch(request, env, ctx) {
-    return call(wasm.fetch, request, env, ctx);
+    checkReinitialize();
+    try {
+      return fastFetch(request, env, ctx);
+    } catch (e) {
+      return handleMaybeCritical(e);
+    }
   },
   scheduled(event, env, ctx) {
     return call(wasm.scheduled, event, env, ctx);

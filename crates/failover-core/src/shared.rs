@@ -114,11 +114,15 @@ impl Cadence {
         }
     }
 
+    /// True when the period has passed, without restarting it.
+    pub fn is_due(&self, now_ms: u64) -> bool {
+        self.last_ms
+            .is_none_or(|last| now_ms.saturating_sub(last) >= self.every_ms)
+    }
+
     /// True (and the period restarts) when the period has passed.
     pub fn take(&mut self, now_ms: u64) -> bool {
-        let due = self
-            .last_ms
-            .is_none_or(|last| now_ms.saturating_sub(last) >= self.every_ms);
+        let due = self.is_due(now_ms);
         if due {
             self.last_ms = Some(now_ms);
         }
@@ -171,8 +175,11 @@ mod tests {
     #[test]
     fn cadence() {
         let mut c = Cadence::new(1000);
+        assert!(c.is_due(50));
         assert!(c.take(50));
+        assert!(!c.is_due(1049));
         assert!(!c.take(1049));
+        assert!(c.is_due(1050), "peeking does not restart the period");
         assert!(c.take(1050));
         assert!(!c.take(1051));
     }
