@@ -19,11 +19,11 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
   };
   const init = { method, redirect: "manual", signal: ctl.signal };
   if (headers !== undefined) {
-    // The origin must see its own hostname: never pass the client's Host on.
-    if (headers.has("host")) {
-      headers = new Headers(headers);
-      headers.delete("host");
-    }
+    // The client's Host header rides along, as in the JavaScript Worker this
+    // replaces: the runtime sets Host from the URL (workerd ignores a Host in
+    // the init; Cloudflare changes it only through cf.resolveOverride), and
+    // tests/forwarding.test.mjs checks the origin sees its own hostname.
+    // Copying the headers to drop it cost ~7% of throughput in make bench.
     init.headers = headers;
   }
   if (streamedLength !== undefined) {
