@@ -77,6 +77,19 @@ test("a hanging primary times out and the replica answers", async () => {
   }
 });
 
+test("only the headers are timed: a body slower than the attempt timeout arrives whole", async () => {
+  const { primary, worker, close } = await setup({ ATTEMPT_TIMEOUT_MS: "200" });
+  try {
+    primary.mode = "slow"; // headers at once, six chunks over ~600 ms
+    const res = await worker.fetch("/slow");
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /chunk 0\n[\s\S]*chunk 5\n$/);
+    assert.equal(worker.events("health").length, 0);
+  } finally {
+    await close();
+  }
+});
+
 test("a connection cut mid-response never looks like a complete body", async () => {
   const { primary, worker, close } = await setup();
   try {
