@@ -22,7 +22,6 @@ pub enum AfterFailure {
 pub struct Attempts {
     order: Vec<usize>,
     next: usize,
-    method_is_replayable: bool,
     body: BodyPlan,
     all_timed_out: bool,
     method: String,
@@ -35,7 +34,6 @@ impl Attempts {
         Attempts {
             order,
             next: 0,
-            method_is_replayable: true,
             body,
             all_timed_out: true,
             method: method.to_string(),
@@ -55,7 +53,6 @@ impl Attempts {
     pub fn after_failure(&mut self, failure: Failure) -> AfterFailure {
         self.all_timed_out &= failure == Failure::Timeout;
         if !may_try_next(&self.method, self.body, failure) {
-            self.method_is_replayable = false;
             return match failure {
                 Failure::Status(_) => AfterFailure::PassThrough,
                 Failure::Timeout => AfterFailure::GiveUp {
@@ -87,11 +84,6 @@ impl Attempts {
     /// How many attempts have been started so far.
     pub fn started(&self) -> usize {
         self.next
-    }
-
-    /// False once a failure was not retried because of the method or body.
-    pub fn was_replayable(&self) -> bool {
-        self.method_is_replayable
     }
 }
 
@@ -138,7 +130,7 @@ mod tests {
             a.after_failure(Failure::Status(500)),
             AfterFailure::PassThrough
         );
-        assert!(!a.was_replayable());
+        assert_eq!(a.started(), 1, "the replica never got it");
     }
 
     #[test]
