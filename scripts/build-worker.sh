@@ -27,7 +27,13 @@ sed -i 's/^import source /import /' "$STAGE/index.js"
 "$WASM_OPT_BIN" "$STAGE/index_bg.wasm" -O --strip-debug --strip-producers -o "$OUT/index_bg.wasm" \
   --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-reference-types --enable-multivalue --enable-exception-handling
-cp "$ROOT/src/js/entry.mjs" "$ROOT/src/js/attempt.mjs" "$STAGE/"
+cp "$ROOT/src/js/entry.mjs" "$STAGE/"
+# entry.mjs must import the very modules the Rust side imports (wasm-bindgen
+# copies them under snippets/): lease.mjs holds state both sides share.
+for module in attempt lease; do
+  snippet=$(cd "$STAGE" && ls snippets/*/src/js/$module.mjs)
+  echo "export * from \"./$snippet\";" >"$STAGE/$module.mjs"
+done
 "$ESBUILD_BIN" "$STAGE/entry.mjs" --bundle --format=esm --minify \
   --external:./index_bg.wasm --external:'cloudflare:*' --outfile="$OUT/index.js" --log-level=warning
 rm -rf "$OUT/worker" "$OUT/package.json"

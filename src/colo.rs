@@ -74,11 +74,7 @@ pub async fn write(isolate: &Isolate, origin: usize) {
     let Some(target) = isolate.config.origins.get(origin) else {
         return;
     };
-    let Some(verdict) = isolate
-        .health
-        .borrow()
-        .verdict_to_share(origin, clock::now_ms())
-    else {
+    let Some(verdict) = isolate.health().verdict_to_share(origin, clock::now_ms()) else {
         return;
     };
     let headers = Headers::new();

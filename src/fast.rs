@@ -1,79 +1,69 @@
 //! The fast path's Rust half. Most requests need one attempt and nothing
-//! else: src/js/entry.mjs asks `fast_plan` (synchronous, no futures) where
-//! to send it, makes the attempt in JS, and comes back through
-//! `fetch_after` only when it did not succeed. Every decision stays here:
-//! the plan refuses (None) whenever the full path has work to do first
-//! (a request body, the status endpoint, a due probe, colo read or checker
-//! consultation, a broken config, no healthy origin).
+//! else, and what that attempt is changes only when the health map does or
+//! when some periodic work falls due. So Rust grants src/js/entry.mjs a
+//! *lease* on its decision: which origin, until when. While the lease holds,
+//! JS sends requests without entering Wasm at all; any change to the health
+//! map revokes it (`Isolate::health_mut`), and the full path (`fetch`,
+//! `fetch_after`) does all other work: bodies, the status endpoint, probes,
+//! shared-health reads, a failed attempt. `make bench` measured the two Wasm
+//! calls per request this replaces at about 3% of throughput.
 
-use std::cell::Cell;
-
-use failover_core::target::upstream_url;
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
 use worker::{js_sys, web_sys, Context, Env};
 
 use crate::isolate::{self, Loaded};
-use crate::{clock, forward, proxy, status};
+use crate::{clock, forward, proxy};
 
-thread_local! {
-    /// The origin the last plan chose, and when: `fast_plan` hands JS only
-    /// the URL, JS asks for the rest right after, with no other Rust call
-    /// in between (JS is single-threaded).
-    static PLANNED: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+#[wasm_bindgen(module = "/src/js/lease.mjs")]
+extern "C" {
+    /// Ends the current lease: the next request asks `fast_lease` again.
+    pub fn revoke_lease();
+    /// When the fast path last got an answer from `origin` (ms, 0 if never):
+    /// evidence that the health map pulls before adopting a shared verdict.
+    pub fn fast_evidence(origin: usize) -> f64;
 }
 
-/// The upstream URL to try first, or None: take the full path.
+/// The lease, or None when the full path has work to do first (a probe,
+/// colo read or checker consultation is due, a broken config, no healthy
+/// origin). As an array: origin index, valid until (ms), the origin's base
+/// URL, its name, the attempt timeout (ms), and the status path if the
+/// status endpoint is on.
 #[wasm_bindgen]
-pub fn fast_plan(method: &str, url: &str, has_body: bool, env: &Env) -> Option<String> {
+pub fn fast_lease(env: &Env) -> Option<js_sys::Array> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
         return None;
     };
+    let config = &isolate.config;
     let now = clock::now_ms();
-    let busy = has_body
-        || status::is_status_path(method, url, &isolate.config)
-        || (isolate.config.colo_health && isolate.colo_reads.borrow().is_due(now))
-        || isolate.global_reads.borrow().is_due(now)
-        || isolate.health.borrow().probe_due(now);
-    if busy {
+    let colo_due = config
+        .colo_health
+        .then(|| isolate.colo_reads.borrow().next_due_ms());
+    let global_due = Some(isolate.global_reads.borrow().next_due_ms());
+    let health = isolate.health();
+    let until = [colo_due, global_due, health.next_probe_ms()]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(u64::MAX);
+    if until <= now {
         return None;
     }
-    let health = isolate.health.borrow();
-    let origin = (0..isolate.config.origins.len()).find(|&i| health.is_up(i))?;
-    PLANNED.with(|p| p.set((origin, now)));
-    // None cannot happen for a configured origin (see failover_core::target).
-    upstream_url(&isolate.config.origins.get(origin)?.base, url)
-}
-
-/// The origin the last `fast_plan` chose.
-#[wasm_bindgen]
-pub fn fast_origin() -> usize {
-    PLANNED.with(|p| p.get().0)
-}
-
-/// What the fast path needs to know once: the attempt timeout, then the
-/// origin names in priority order.
-#[wasm_bindgen]
-pub fn fast_settings(env: &Env) -> js_sys::Array {
-    let out = js_sys::Array::new();
-    if let Loaded::Ready(isolate) = isolate::load(env) {
-        out.push(&JsValue::from_f64(isolate.config.attempt_timeout_ms as f64));
-        for origin in &isolate.config.origins {
-            out.push(&JsValue::from_str(&origin.name));
-        }
-    }
-    out
-}
-
-/// The fast path's attempt got an answer: evidence, as in `proxy`.
-#[wasm_bindgen]
-pub fn fast_success(origin: usize) {
-    if let Some(Loaded::Ready(isolate)) = isolate::current() {
-        isolate
-            .health
-            .borrow_mut()
-            .record_success(origin, clock::now_ms());
-    }
+    let index = (0..config.origins.len()).find(|&i| health.is_up(i))?;
+    let origin = config.origins.get(index)?;
+    let status_path = match config.status_token {
+        Some(_) => JsValue::from_str(&config.status_path),
+        None => JsValue::UNDEFINED,
+    };
+    let lease = js_sys::Array::of5(
+        &JsValue::from_f64(index as f64),
+        &JsValue::from_f64(until as f64),
+        &JsValue::from_str(&origin.base),
+        &JsValue::from_str(&origin.name),
+        &JsValue::from_f64(config.attempt_timeout_ms as f64),
+    );
+    lease.push(&status_path);
+    Some(lease)
 }
 
 /// The fast path's attempt against `origin` did not succeed; `result` is

@@ -1,7 +1,7 @@
 //! What lives as long as the isolate: the parsed config and the health map.
 //! Config is read from `[vars]` once; a new deployment gets new isolates.
 
-use std::cell::RefCell;
+use std::cell::{Ref, RefCell, RefMut};
 use std::rc::Rc;
 
 use failover_core::config::{WorkerConfig, SETTINGS};
@@ -14,7 +14,8 @@ use worker::{js_sys, Env};
 pub struct Isolate {
     pub config: WorkerConfig,
     /// Never borrowed across an `.await`: requests interleave at awaits.
-    pub health: RefCell<HealthMap>,
+    /// Private so that every change goes through `health_mut`.
+    health: RefCell<HealthMap>,
     /// When the colo's shared verdicts were last read.
     pub colo_reads: RefCell<Cadence>,
     /// When the global checker was last consulted.
@@ -22,15 +23,28 @@ pub struct Isolate {
 }
 
 impl Isolate {
+    pub fn health(&self) -> Ref<'_, HealthMap> {
+        self.health.borrow()
+    }
+
+    /// The health map, to change it: the fast path's lease on the old state
+    /// ends here (src/fast.rs).
+    pub fn health_mut(&self) -> RefMut<'_, HealthMap> {
+        crate::fast::revoke_lease();
+        self.health.borrow_mut()
+    }
+
     /// Offers a shared verdict to the health map, logging a flip it causes.
+    /// The fast path's latest answer from the origin counts as evidence
+    /// against it, like the full path's.
     pub fn adopt(&self, origin: usize, verdict: SharedVerdict, source: Source, max_age_ms: u64) {
-        let change = self.health.borrow_mut().adopt(
-            origin,
-            verdict,
-            source,
-            crate::clock::now_ms(),
-            max_age_ms,
-        );
+        let seen = crate::fast::fast_evidence(origin);
+        let mut health = self.health_mut();
+        if seen.is_finite() && seen > 0.0 {
+            health.record_success(origin, seen as u64);
+        }
+        let change = health.adopt(origin, verdict, source, crate::clock::now_ms(), max_age_ms);
+        drop(health);
         if let Some(change) = change {
             crate::log::line(&report::health_change(&self.config, &change));
         }
@@ -46,11 +60,6 @@ pub enum Loaded {
 
 thread_local! {
     static LOADED: RefCell<Option<Loaded>> = const { RefCell::new(None) };
-}
-
-/// The isolate's state if it was loaded already.
-pub fn current() -> Option<Loaded> {
-    LOADED.with(|cell| cell.borrow().clone())
 }
 
 /// The isolate's state, read from `env` on first use.

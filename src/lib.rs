@@ -90,7 +90,7 @@ async fn proxy(
         }
     };
     let headers = req.headers();
-    let mut order = isolate.health.borrow().attempt_order();
+    let mut order = isolate.health().attempt_order();
     if let Some((tried, _)) = &first {
         order.retain(|o| o != tried);
         order.insert(0, *tried);
@@ -115,7 +115,7 @@ async fn proxy(
         let (failure, failed_response) = match outcome {
             Outcome::Answer(res) => {
                 // Evidence too: an older shared "down" must not override it.
-                isolate.health.borrow_mut().record_success(current, now);
+                isolate.health_mut().record_success(current, now);
                 return respond::served_by(res, &origin.name, current != 0);
             }
             Outcome::Failed(failure, res) => (failure, res),
@@ -126,8 +126,7 @@ async fn proxy(
         let origin_at_fault = !(body.plan() == BodyPlan::Streamed && failure == Failure::Network);
         let change = if origin_at_fault {
             isolate
-                .health
-                .borrow_mut()
+                .health_mut()
                 .record_failure(current, failure, clock::now_ms())
         } else {
             None

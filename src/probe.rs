@@ -14,10 +14,10 @@ use crate::{clock, colo, forward, log};
 /// Starts the probes that are due, if any. Costs one pass over the map when
 /// none is.
 pub fn start_due(ctx: &Context, isolate: &Rc<Isolate>, now_ms: u64) {
-    if !isolate.health.borrow().probe_due(now_ms) {
+    if !isolate.health().probe_due(now_ms) {
         return;
     }
-    let due = isolate.health.borrow_mut().take_due_probes(now_ms);
+    let due = isolate.health_mut().take_due_probes(now_ms);
     let isolate = Rc::clone(isolate);
     ctx.wait_until(async move {
         join_all(
@@ -34,8 +34,7 @@ async fn probe(isolate: Rc<Isolate>, origin: usize) {
     };
     let result = forward::probe(target, isolate.config.attempt_timeout_ms).await;
     let change = isolate
-        .health
-        .borrow_mut()
+        .health_mut()
         .record_probe(origin, result, clock::now_ms());
     if let Some(change) = &change {
         log::line(&report::health_change(&isolate.config, change));

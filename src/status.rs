@@ -39,7 +39,7 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
     }
     let body = report::status(
         &isolate.config,
-        &isolate.health.borrow(),
+        &isolate.health(),
         BUILD,
         crate::clock::now_ms(),
     );

@@ -10,6 +10,7 @@
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
 import { attempt_js, served_by_js } from "./attempt.mjs";
+import { answered, grant, lease, revoke_lease, upstreamUrl } from "./lease.mjs";
 
 const initState = wasm.__worker_init_state();
 
@@ -17,6 +18,7 @@ function checkReinitialize() {
   if (initState.criticalError) {
     console.log("Reinitializing Wasm application");
     wasm.__wbg_reset_state();
+    revoke_lease(); // granted by the state just wiped
     initState.criticalError = false;
     initState.instanceId++;
   }
@@ -53,24 +55,25 @@ function call(fn, ...args) {
   }
 }
 
-// The fast path. Most requests need exactly one attempt: Rust decides
-// synchronously which origin (fast_plan), the attempt runs here, and only a
-// failure goes back into Rust's full path (fetch_after), which records it
-// and walks on over the origins. Everything else (bodies, the status
-// endpoint, due probes and shared-health reads, no healthy origin) takes the
-// full path from the start. This keeps Rust futures, and their per-request
-// closures and microtasks, off the common case: `make bench` measured it.
-let settings; // [attempt timeout ms, origin names...], fixed per deployment
-
+// The fast path. Most requests need exactly one attempt, to the origin Rust
+// chose: while Rust's lease on that choice holds (src/fast.rs, lease.mjs),
+// the attempt is made here without entering Wasm, and only a failure goes
+// back into Rust's full path (fetch_after), which records it and walks on
+// over the origins. Everything else (bodies, the status endpoint, due
+// probes and shared-health reads, no healthy origin) takes the full path
+// from the start. `make bench` measured each step of this.
 function fastFetch(request, env, ctx) {
-  const url = wasm.fast_plan(request.method, request.url, request.body !== null, env);
+  if (request.body !== null) return call(wasm.fetch, request, env, ctx);
+  if (Date.now() >= lease.until && !grant(guard(wasm.fast_lease, env))) {
+    return call(wasm.fetch, request, env, ctx);
+  }
+  const url = upstreamUrl(request.url, request.method);
   if (url === undefined) return call(wasm.fetch, request, env, ctx);
-  const origin = wasm.fast_origin();
-  settings ??= wasm.fast_settings(env);
-  return attempt_js(url, request.method, request.headers, undefined, undefined, settings[0]).then((result) => {
+  const { origin, name } = lease;
+  return attempt_js(url, request.method, request.headers, undefined, undefined, lease.timeoutMs).then((result) => {
     if (typeof result === "object" && result.status < 500) {
-      guard(wasm.fast_success, origin);
-      return served_by_js(result, settings[origin + 1], origin !== 0);
+      answered(origin);
+      return served_by_js(result, name, origin !== 0);
     }
     return call(wasm.fetch_after, request, env, ctx, origin, result);
   });

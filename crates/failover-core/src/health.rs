@@ -177,6 +177,19 @@ impl HealthMap {
         due
     }
 
+    /// The earliest time `probe_due` can turn true without another change
+    /// to the map, or None while every origin is up (no probe will be due).
+    pub fn next_probe_ms(&self) -> Option<u64> {
+        self.origins
+            .iter()
+            .filter(|e| !e.streak.is_up())
+            .map(|e| match e.probe_started_ms {
+                Some(started) => e.next_probe_ms.max(started.saturating_add(PROBE_LOST_MS)),
+                None => e.next_probe_ms,
+            })
+            .min()
+    }
+
     /// True when some probe is due; cheap enough for every request.
     pub fn probe_due(&self, now_ms: u64) -> bool {
         self.origins.iter().any(|e| e.probe_due(now_ms))
@@ -515,6 +528,22 @@ mod tests {
         assert_eq!((t.from, t.to), (Verdict::Up, Verdict::Down));
     }
 
+    #[test]
+    fn next_probe_follows_failures_and_probes_in_flight() {
+        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        assert_eq!(map.next_probe_ms(), None, "all up: no probe will be due");
+        map.record_failure(1, Failure::Timeout, 1_000);
+        assert_eq!(map.next_probe_ms(), Some(1_000 + INTERVAL));
+        assert_eq!(map.take_due_probes(1_000 + INTERVAL), vec![1]);
+        assert_eq!(
+            map.next_probe_ms(),
+            Some(1_000 + INTERVAL + PROBE_LOST_MS),
+            "in flight: due again only if it is lost"
+        );
+        map.record_probe(1, Some(Failure::Timeout), 2_000 + INTERVAL);
+        assert_eq!(map.next_probe_ms(), Some(1_000 + 2 * INTERVAL));
+    }
+
     proptest! {
         /// Whatever happens, the attempt order is a permutation of all
         /// origins with the healthy ones first, each group by priority.
@@ -539,6 +568,33 @@ mod tests {
                 prop_assert!(order[ups..].iter().all(|&i| !map.is_up(i)));
                 prop_assert!(order[..ups].windows(2).all(|w| w[0] < w[1]));
                 prop_assert!(order[ups..].windows(2).all(|w| w[0] < w[1]));
+            }
+        }
+
+        /// `next_probe_ms` is exact: no probe is due before it, one is at it.
+        #[test]
+        fn next_probe_is_when_a_probe_turns_due(
+            events in proptest::collection::vec((0usize..3, 0u8..3, 0u64..40_000), 0..60)
+        ) {
+            let mut map = HealthMap::new(3, 2, 1, 10_000);
+            let mut now = 0;
+            for (origin, op, gap) in events {
+                now += gap;
+                match op {
+                    0 => { map.record_failure(origin, Failure::Network, now); }
+                    1 => { map.take_due_probes(now); }
+                    _ => { map.record_probe(origin, None, now); }
+                }
+                match map.next_probe_ms() {
+                    None => prop_assert!(!map.probe_due(now) && !map.probe_due(u64::MAX / 2)),
+                    Some(next) => {
+                        prop_assert!(map.probe_due(next.max(now)));
+                        if next > now {
+                            prop_assert!(!map.probe_due(now));
+                            prop_assert!(!map.probe_due(next - 1));
+                        }
+                    }
+                }
             }
         }
 

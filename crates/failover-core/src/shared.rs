@@ -120,6 +120,12 @@ impl Cadence {
             .is_none_or(|last| now_ms.saturating_sub(last) >= self.every_ms)
     }
 
+    /// When `is_due` turns true: 0 if it has never been taken.
+    pub fn next_due_ms(&self) -> u64 {
+        self.last_ms
+            .map_or(0, |last| last.saturating_add(self.every_ms))
+    }
+
     /// True (and the period restarts) when the period has passed.
     pub fn take(&mut self, now_ms: u64) -> bool {
         let due = self.is_due(now_ms);
@@ -182,5 +188,15 @@ mod tests {
         assert!(c.is_due(1050), "peeking does not restart the period");
         assert!(c.take(1050));
         assert!(!c.take(1051));
+    }
+
+    #[test]
+    fn next_due_is_when_is_due_turns_true() {
+        let mut c = Cadence::new(250);
+        assert_eq!(c.next_due_ms(), 0, "never taken: due at once");
+        assert!(c.take(1_000));
+        assert_eq!(c.next_due_ms(), 1_250);
+        assert!(!c.is_due(1_249));
+        assert!(c.is_due(1_250));
     }
 }

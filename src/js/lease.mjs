@@ -1,0 +1,58 @@
+// The fast path's lease on Rust's decision (see src/fast.rs): which origin
+// takes requests, until when. Rust grants it (`fast_lease`) and revokes it
+// (`revoke_lease`, imported by Rust) whenever the health map changes; in
+// between, requests go out without entering Wasm.
+
+export const lease = {
+  origin: -1,
+  until: 0, // ms; 0: ask Rust again
+  base: "", // scheme://authority, no path
+  name: "",
+  timeoutMs: 0,
+  statusPath: undefined, // set when the status endpoint is on
+};
+
+// When the fast path last got an answer from each origin (ms). Rust pulls
+// it (`fast_evidence`) before adopting a shared verdict, so a shared "down"
+// older than a live answer is not adopted.
+const evidence = [];
+
+export function revoke_lease() {
+  lease.until = 0;
+}
+
+// Takes a lease as `fast_lease` returns it; false when there is none.
+export function grant(granted) {
+  if (granted === undefined) return false;
+  [lease.origin, lease.until, lease.base, lease.name, lease.timeoutMs, lease.statusPath] = granted;
+  return true;
+}
+
+export function answered(origin) {
+  evidence[origin] = Date.now();
+}
+
+export function fast_evidence(origin) {
+  return evidence[origin] ?? 0;
+}
+
+// The upstream URL for a request under the lease, or undefined when the
+// request needs Rust's full path (which makes URLs with
+// failover_core::target::upstream_url). request.url is an absolute URL the
+// runtime serialized: after "scheme://", the first "/" starts the path (a
+// host cannot contain one, and userinfo has it percent-encoded), so the
+// path and query are appended to the origin's authority and nothing in
+// them can reach another host. A fragment, which never comes from a
+// client, is left to the full path, as is the status endpoint.
+export function upstreamUrl(url, method) {
+  const scheme = url.indexOf("://");
+  if (scheme < 0) return undefined;
+  const start = url.indexOf("/", scheme + 3);
+  if (start < 0 || url.includes("#", start)) return undefined;
+  const sp = lease.statusPath;
+  if (sp !== undefined && (method === "GET" || method === "HEAD") && url.startsWith(sp, start)) {
+    const end = start + sp.length;
+    if (end === url.length || url[end] === "?") return undefined;
+  }
+  return lease.base + url.slice(start);
+}
