@@ -116,6 +116,10 @@ for (const s of ["2k", "1m"]) {
     }
   }
 }
+const throughputFailures = records.find((r) => r.kind === "throughput_failures");
+if (throughputFailures) {
+  row("product attempts failed during the throughput rounds (should be 0)", num(throughputFailures.attempt_failed), "—", null);
+}
 for (const fault of ["kill", "hang"]) {
   const f = failover[fault];
   if (!f) continue;

@@ -25,9 +25,13 @@ RUN_SECONDS=${BENCH_SECONDS:-5}
 CONNS=${BENCH_CONNECTIONS:-16}
 THREADS=${BENCH_THREADS:-2}
 COLD_REPS=${BENCH_COLD_REPS:-3}
-# Low, so a hanging origin is given up on quickly (the product's setting; the
-# anchor has no attempt timeout at all).
+# The failover phases set it low, so a hanging origin is given up on quickly
+# (the anchor has no attempt timeout at all). The throughput phase runs the
+# product's default: at 300 ms, a scheduling stall of this shared machine
+# under full load now and then outlasts an attempt and fails over a healthy
+# primary, which is the setting's cost, not the Worker's.
 ATTEMPT_TIMEOUT_MS=300
+THROUGHPUT_ATTEMPT_TIMEOUT_MS=6000
 HEALTH_INTERVAL_MS=1000
 HEALTH_RISE=2
 
@@ -167,9 +171,9 @@ restart_primary() {
   start_origin primary "$PORT_PRIMARY"
 }
 
-start_workerd() {
+start_workerd() { # [config]
   stop_proc workerd
-  workerd serve "$WORK/workerd.capnp" >>"$WORK/workerd.log" 2>&1 &
+  workerd serve "${1:-$WORK/workerd.capnp}" >>"$WORK/workerd.log" 2>&1 &
   echo $! >"$WORK/pids/workerd"
   disown $!
   wait_http "$PRODUCT/health" 20 && wait_http "$ANCHOR/health" 5 ||
@@ -204,16 +208,17 @@ head -c 1048576 /dev/urandom >"$WORK/www/1m.bin"
 start_origin primary "$PORT_PRIMARY"
 start_origin replica "$PORT_REPLICA"
 render_workerd() {
-  local out=$1
-  shift
+  local out=$1 timeout=$2
+  shift 2
   node "$BENCH/render.mjs" workerd "$out" --product-dir "$WORK/product" --anchor-dir "$ANCHOR_DIR" \
-    --primary "$PRIMARY" --replica "$REPLICA" --attempt-timeout-ms "$ATTEMPT_TIMEOUT_MS" \
+    --primary "$PRIMARY" --replica "$REPLICA" --attempt-timeout-ms "$timeout" \
     --health-interval-ms "$HEALTH_INTERVAL_MS" --health-rise "$HEALTH_RISE" "$@"
 }
-render_workerd "$WORK/workerd.capnp" --serve "product=$PORT_PRODUCT" --serve "anchor=$PORT_ANCHOR"
-render_workerd "$WORK/cold-product.capnp" --serve "product=$PORT_COLD"
-render_workerd "$WORK/cold-anchor.capnp" --serve "anchor=$PORT_COLD"
-start_workerd
+render_workerd "$WORK/throughput.capnp" "$THROUGHPUT_ATTEMPT_TIMEOUT_MS" --serve "product=$PORT_PRODUCT" --serve "anchor=$PORT_ANCHOR"
+render_workerd "$WORK/workerd.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "product=$PORT_PRODUCT" --serve "anchor=$PORT_ANCHOR"
+render_workerd "$WORK/cold-product.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "product=$PORT_COLD"
+render_workerd "$WORK/cold-anchor.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "anchor=$PORT_COLD"
+start_workerd "$WORK/throughput.capnp"
 
 # Both Workers must really proxy both files from the primary before any
 # figure is worth taking.
@@ -255,6 +260,9 @@ for round in $(seq "$ROUNDS"); do
   done
   say "  round $round/$ROUNDS done"
 done
+
+# A healthy primary should never have been failed over during the rounds.
+record "{\"kind\":\"throughput_failures\",\"attempt_failed\":$(grep -c '"attempt_failed"' "$WORK/workerd.log" || true)}"
 
 # One connection, one request at a time: the latency a Worker adds when
 # nothing queues (at -c$CONNS, p50 is mostly queueing behind other requests).

@@ -77,6 +77,22 @@ test("a hanging primary times out and the replica answers", async () => {
   }
 });
 
+test("a timed-out attempt does not hold on to the hung origin after the client has its answer", async () => {
+  const { primary, worker, close } = await setup({ ATTEMPT_TIMEOUT_MS: "300" });
+  try {
+    primary.mode = "hang";
+    const res = await worker.fetch("/hung");
+    assert.equal(res.headers.get("x-served-by"), "replica");
+    await res.arrayBuffer();
+    const hung = primary.requests.find((r) => r.path === "/hung");
+    assert.ok(hung, "the primary got the request");
+    for (let i = 0; i < 50 && hung.droppedAt === undefined; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(hung.droppedAt !== undefined, "the Worker closed its connection to the hung primary");
+  } finally {
+    await close();
+  }
+});
+
 test("only the headers are timed: a body slower than the attempt timeout arrives whole", async () => {
   const { primary, worker, close } = await setup({ ATTEMPT_TIMEOUT_MS: "200" });
   try {

@@ -60,6 +60,11 @@ function handle(origin, req, res) {
       bodySha: createHash("sha256").update(body).digest("hex"),
     };
     origin.requests.push(record);
+    // When the connection went away without an answer (a hung request the
+    // Worker gave up on): tests check the Worker lets go of it.
+    res.on("close", () => {
+      if (!res.writableEnded) record.droppedAt = Date.now();
+    });
     respond(origin, record, res);
   });
 }
