@@ -34,6 +34,12 @@ impl Isolate {
         self.health.borrow_mut()
     }
 
+    /// Records an answer from `origin` as evidence. It changes no verdict,
+    /// so the fast path's lease stands.
+    pub fn answered(&self, origin: usize, now_ms: u64) {
+        self.health.borrow_mut().record_success(origin, now_ms);
+    }
+
     /// Offers a shared verdict to the health map, logging a flip it causes.
     /// The fast path's latest answer from the origin counts as evidence
     /// against it, like the full path's.

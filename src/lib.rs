@@ -7,8 +7,9 @@
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
 //! - [`forward`]: one attempt against one origin, with its timeout.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
-//! - [`fast`]: the synchronous plan for src/js/entry.mjs's fast path, and
-//!   the way back into [`proxy`] when that attempt fails.
+//! - [`fast`]: the lease src/js/entry.mjs's fast path runs on (which origin,
+//!   until when; revoked by any change to the health map), and the way back
+//!   into [`proxy`] when that attempt fails.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`global`]: the opt-in global checker (a Durable Object) and its cron.
@@ -115,7 +116,7 @@ async fn proxy(
         let (failure, failed_response) = match outcome {
             Outcome::Answer(res) => {
                 // Evidence too: an older shared "down" must not override it.
-                isolate.health_mut().record_success(current, now);
+                isolate.answered(current, now);
                 return respond::served_by(res, &origin.name, current != 0);
             }
             Outcome::Failed(failure, res) => (failure, res),
