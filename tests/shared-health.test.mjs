@@ -63,6 +63,41 @@ test("colo off: each isolate finds the dead primary on its own (today's behaviou
   }
 });
 
+test("colo: a live answer on the fast path beats an older shared down", async () => {
+  const { primary, isolates, close } = await twoIsolates({});
+  try {
+    // Isolate a reads the colo (its first request takes the full path), then
+    // has 250 ms before the next read, in which its requests go out on the
+    // fast path's lease. If the machine is too slow to fit the steps in that
+    // window, the scenario says so and runs again.
+    for (let run = 1; ; run++) {
+      await (await isolates.fetch("a", `/warm${run}`)).arrayBuffer();
+      primary.mode = 500;
+      const failed = await isolates.fetch("b", `/fail${run}`); // b marks it down and shares that
+      assert.equal(failed.headers.get("x-served-by"), "replica");
+      await failed.arrayBuffer();
+      primary.mode = "ok";
+      const live = await isolates.fetch("a", `/live${run}`); // answered after b's verdict
+      await live.arrayBuffer();
+      if (live.headers.get("x-served-by") !== "primary") {
+        assert.ok(run < 3, "the colo read window was missed three times");
+        await sleep(600);
+        continue;
+      }
+      await sleep(400); // a's next request reads b's verdict
+      const after = await isolates.fetch("a", `/after${run}`);
+      await after.arrayBuffer();
+      assert.equal(after.headers.get("x-served-by"), "primary", "the older shared down was not adopted");
+      const doc = await status(isolates, "a");
+      assert.equal(doc.origins[0].colo?.state, "down", "a did read the shared verdict");
+      assert.equal(doc.origins[0].local.state, "up");
+      break;
+    }
+  } finally {
+    await close();
+  }
+});
+
 test("colo: a recovered primary is shared too", async () => {
   const primary = await startOrigin("primary");
   const replica = await startOrigin("replica");
