@@ -55,6 +55,24 @@ for (const size of ["2k", "1m"]) {
 }
 const unloaded = Object.fromEntries(targets.map((t) => [t, wrkFigures("unloaded", t, "2k")]));
 
+// Product / anchor within each round, then the median: the machine's load
+// drifts between rounds, and both runs of one round see the same drift.
+function pairedRatios(size) {
+  const rps = (target, label) => {
+    const r = records.find((x) => x.kind === "wrk" && x.label === label && x.target === target && x.size === size);
+    return r ? r.result.requests / (r.result.duration_us / 1e6) : null;
+  };
+  const labels = [...new Set(records.filter((r) => r.kind === "wrk" && r.label.startsWith("round")).map((r) => r.label))];
+  const ratios = labels
+    .map((l) => [rps("product", l), rps("anchor", l)])
+    .filter(([p, a]) => p !== null && a)
+    .map(([p, a]) => p / a);
+  return ratios.length ? { median: round3(median(ratios)), min: round3(Math.min(...ratios)), max: round3(Math.max(...ratios)) } : null;
+}
+for (const size of ["2k", "1m"]) {
+  if (loaded[size].product) loaded[size].paired_ratio = pairedRatios(size);
+}
+
 // ---- failover ------------------------------------------------------------------
 
 const failover = {};
@@ -96,6 +114,8 @@ for (const s of ["2k", "1m"]) {
   if (!p || !a) continue;
   row(`throughput ${sizeName[s]}, req/s (higher is better)`, num(p.rps), num(a.rps), ratio(p.rps, a.rps), o ? num(o.rps) : "");
   row(`  spread over ${p.rounds} rounds, req/s`, `${num(p.rps_min)}–${num(p.rps_max)}`, `${num(a.rps_min)}–${num(a.rps_max)}`, null, o ? `${num(o.rps_min)}–${num(o.rps_max)}` : "");
+  const paired = loaded[s].paired_ratio;
+  if (paired) row(`  product / anchor within each round: range, median`, `${paired.min.toFixed(2)}–${paired.max.toFixed(2)}`, "", paired.median);
   row(`p50 ${sizeName[s]}, ms`, num(p.p50_ms, 2), num(a.p50_ms, 2), ratio(p.p50_ms, a.p50_ms), o ? num(o.p50_ms, 2) : "");
   row(`p99 ${sizeName[s]}, ms`, num(p.p99_ms, 2), num(a.p99_ms, 2), ratio(p.p99_ms, a.p99_ms), o ? num(o.p99_ms, 2) : "");
   if (o) {
