@@ -61,10 +61,12 @@ extern "C" {
         streamed_length: Option<f64>,
         timeout_ms: u32,
     ) -> js_sys::Promise;
+    fn probe_js(url: &str, timeout_ms: u32) -> js_sys::Promise;
 }
 
-/// `fetch` with the timeout; on timeout the request is aborted so the
-/// connection does not linger.
+/// `fetch` with the timeout. A request that times out is abandoned, not
+/// aborted: the runtime closes its connection when the client's request
+/// ends (see attempt.mjs).
 pub async fn send(
     url: &str,
     method: &str,
@@ -74,7 +76,7 @@ pub async fn send(
     timeout_ms: u64,
 ) -> Sent {
     let timeout = u32::try_from(timeout_ms).unwrap_or(u32::MAX);
-    let Ok(value) = JsFuture::from(attempt_js(
+    settle(attempt_js(
         url,
         method,
         headers,
@@ -83,10 +85,13 @@ pub async fn send(
         timeout,
     ))
     .await
-    else {
-        return Sent::Failed(Failure::Network);
-    };
-    sent_from_js(value)
+}
+
+async fn settle(promise: js_sys::Promise) -> Sent {
+    match JsFuture::from(promise).await {
+        Ok(value) => sent_from_js(value),
+        Err(_) => Sent::Failed(Failure::Network),
+    }
 }
 
 /// Reads what `attempt_js` resolved to.
@@ -119,12 +124,13 @@ pub fn outcome(sent: Sent) -> Outcome {
 /// response, so a probe always reports back.
 const PROBE_TIMEOUT_CAP_MS: u64 = 25_000;
 
-/// One health probe: GET the origin's health path. Judged like any
-/// attempt: None when the origin answered with something a client could use.
+/// One health probe: GET the origin's health path, aborted on timeout.
+/// Judged like any attempt: None when the origin answered with something a
+/// client could use.
 pub async fn probe(origin: &Origin, timeout_ms: u64) -> Option<Failure> {
     let url = format!("{}{}", origin.base, origin.health_path);
-    let timeout_ms = timeout_ms.min(PROBE_TIMEOUT_CAP_MS);
-    match send(&url, "GET", None, None, None, timeout_ms).await {
+    let timeout_ms = u32::try_from(timeout_ms.min(PROBE_TIMEOUT_CAP_MS)).unwrap_or(u32::MAX);
+    match settle(probe_js(&url, timeout_ms)).await {
         Sent::Response(res) => {
             let failure = classify_status(res.status());
             discard(Some(res));

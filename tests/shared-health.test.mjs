@@ -182,6 +182,34 @@ test("global: the checker flips an origin after HEALTH_FALL failed probes and is
   }
 });
 
+test("global: the checker's probe of a hung origin lets go of its connection at the timeout", async () => {
+  const primary = await startOrigin("primary");
+  const replica = await startOrigin("replica");
+  const bindings = {
+    ORIGINS: originsVar(primary, replica),
+    ATTEMPT_TIMEOUT_MS: "300",
+    HEALTH_INTERVAL_MS: "500",
+    COLO_HEALTH: "off",
+  };
+  const isolates = await startIsolates([{ name: "a", bindings, durableObjects: checker }]);
+  try {
+    primary.mode = "hang";
+    // The alarm chain never ends, so nothing but the probe's own timeout
+    // would ever close a connection it left open.
+    await (await isolates.mf.getWorker("a")).scheduled({ cron: "* * * * *" });
+    await eventually(() => primary.hits("/health") >= 3);
+    const probes = primary.requests.filter((r) => r.path === "/health");
+    await eventually(() => probes.slice(0, 2).every((r) => r.droppedAt !== undefined), { timeoutMs: 3000 });
+    for (const r of probes.slice(0, 2)) {
+      assert.ok(r.droppedAt - r.at < 2000, `probe connection held ${r.droppedAt - r.at} ms`);
+    }
+  } finally {
+    await isolates.dispose();
+    await primary.stop();
+    await replica.stop();
+  }
+});
+
 test("global: a failing checker never stops the Worker from serving", async () => {
   const primary = await startOrigin("primary");
   const replica = await startOrigin("replica");

@@ -57,10 +57,33 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
       },
       (err) => {
         clearTimeout(timer);
-        settle(err instanceof TypeError ? 1 : String(err && err.message !== undefined ? err.message : err));
+        settle(failureOf(err));
       },
     );
   });
+}
+
+// A health probe: a GET aborted on timeout, resolving like attempt_js.
+// Probes also run where no client request ends to drop an abandoned fetch
+// (the HealthChecker's alarms, which would pile up connections to a hung
+// origin), and they are off the hot path, so the abort's cost is no matter.
+export function probe_js(url, timeoutMs) {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), timeoutMs);
+  return fetch(url, { redirect: "manual", signal: ctl.signal }).then(
+    (res) => {
+      clearTimeout(timer);
+      return res;
+    },
+    (err) => {
+      clearTimeout(timer);
+      return ctl.signal.aborted ? 0 : failureOf(err);
+    },
+  );
+}
+
+function failureOf(err) {
+  return err instanceof TypeError ? 1 : String(err && err.message !== undefined ? err.message : err);
 }
 
 // Re-wraps the origin's response so its headers can be changed: the body

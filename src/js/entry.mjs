@@ -10,7 +10,7 @@
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
 import { attempt_js, served_by_js } from "./attempt.mjs";
-import { answered, grant, lease, revoke_lease, upstreamUrl } from "./lease.mjs";
+import { answered, grant, lease, upstreamUrl } from "./lease.mjs";
 
 const initState = wasm.__worker_init_state();
 
@@ -18,7 +18,6 @@ function checkReinitialize() {
   if (initState.criticalError) {
     console.log("Reinitializing Wasm application");
     wasm.__wbg_reset_state();
-    revoke_lease(); // granted by the state just wiped
     initState.criticalError = false;
     initState.instanceId++;
   }
@@ -64,7 +63,12 @@ function call(fn, ...args) {
 // from the start. `make bench` measured each step of this.
 function fastFetch(request, env, ctx) {
   if (request.body !== null) return call(wasm.fetch, request, env, ctx);
-  if (Date.now() >= lease.until && !grant(guard(wasm.fast_lease, env))) {
+  // A lease dies with the Wasm instance that granted it: besides the reset
+  // in checkReinitialize, wasm-bindgen's glue starts a new instance by
+  // itself after a trap no panic hook saw; every new instance bumps
+  // instanceId.
+  const expired = Date.now() >= lease.until || lease.instance !== initState.instanceId;
+  if (expired && !grant(guard(wasm.fast_lease, env), initState.instanceId)) {
     return call(wasm.fetch, request, env, ctx);
   }
   const url = upstreamUrl(request.url, request.method);

@@ -10,6 +10,7 @@ export const lease = {
   name: "",
   timeoutMs: 0,
   statusPath: undefined, // set when the status endpoint is on
+  instance: -1, // the Wasm instance that granted it (see entry.mjs)
 };
 
 // When the fast path last got an answer from each origin (ms). Rust pulls
@@ -22,9 +23,10 @@ export function revoke_lease() {
 }
 
 // Takes a lease as `fast_lease` returns it; false when there is none.
-export function grant(granted) {
+export function grant(granted, instance) {
   if (granted === undefined) return false;
   [lease.origin, lease.until, lease.base, lease.name, lease.timeoutMs, lease.statusPath] = granted;
+  lease.instance = instance;
   return true;
 }
 
