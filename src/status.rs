@@ -15,18 +15,14 @@ const BUILD: BuildInfo<'static> = BuildInfo {
     revision: env!("FAILOVER_REVISION"),
 };
 
+/// The fast path's copy of this test is `upstreamUrl` in src/js/lease.mjs.
 pub fn is_status_request(req: &web_sys::Request, url: &str, config: &WorkerConfig) -> bool {
-    is_status_path(&req.method(), url, config)
-}
-
-/// The same test from plain values (for the fast path).
-pub fn is_status_path(method: &str, url: &str, config: &WorkerConfig) -> bool {
     if config.status_token.is_none() {
         return false;
     }
     let path = path_and_query(url);
     let path = path.split_once('?').map_or(path, |(p, _)| p);
-    path == config.status_path && matches!(method, "GET" | "HEAD")
+    path == config.status_path && matches!(req.method().as_str(), "GET" | "HEAD")
 }
 
 pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
