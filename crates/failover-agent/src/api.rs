@@ -84,7 +84,7 @@ async fn route(shared: &Arc<Shared>, request: Request<Incoming>, remote: SocketA
             crate::metrics::render(shared),
         ),
         (&Method::GET, "/connector/ready") => relay_ready(shared).await,
-        (&Method::POST, "/failover/start") | (&Method::POST, "/failover/stop") => {
+        (&Method::POST, "/failover/start" | "/failover/stop" | "/failover/handover") => {
             let header = request
                 .headers()
                 .get(AUTHORIZATION)
@@ -99,14 +99,21 @@ async fn route(shared: &Arc<Shared>, request: Request<Incoming>, remote: SocketA
                     serde_json::json!({"error": "unauthorized"}),
                 );
             }
-            failover(shared, path.ends_with("/start"), remote).await
+            let order = match path.as_str() {
+                "/failover/start" => Order::Start,
+                "/failover/stop" => Order::Stop,
+                _ => Order::Handover,
+            };
+            failover(shared, order, remote).await
         }
-        (_, "/health" | "/metrics" | "/connector/ready" | "/failover/start" | "/failover/stop") => {
-            json(
-                StatusCode::METHOD_NOT_ALLOWED,
-                serde_json::json!({"error": "method not allowed"}),
-            )
-        }
+        (
+            _,
+            "/health" | "/metrics" | "/connector/ready" | "/failover/start" | "/failover/stop"
+            | "/failover/handover",
+        ) => json(
+            StatusCode::METHOD_NOT_ALLOWED,
+            serde_json::json!({"error": "method not allowed"}),
+        ),
         _ => json(
             StatusCode::NOT_FOUND,
             serde_json::json!({"error": "not found"}),
@@ -125,8 +132,14 @@ fn health(shared: &Shared) -> Answer {
         StatusCode::OK,
         serde_json::json!({
             "status": "ok",
+            "version": crate::build::VERSION,
+            "revision": crate::build::REVISION,
+            "topology": s.role.topology().as_str(),
             "role": s.role.as_str(),
             "connector": connector,
+            "connector_ready": s.local_ready,
+            "app": s.app.map(|a| a.as_str()),
+            "app_last_check": s.app_last,
             "maintenance": s.maintenance,
             "decision": s.last_decision.as_str(),
             "why": s.last_why,
@@ -134,6 +147,7 @@ fn health(shared: &Shared) -> Answer {
             "standdowns": s.standdowns,
             "failbacks": s.failbacks,
             "drains": s.drains,
+            "withdrawals": s.withdrawals,
             "peer_misses_in_a_row": s.peer_misses_in_a_row,
             "peer_misses_total": s.peer_misses_total,
             "egress_good_in_a_row": s.egress_good_in_a_row,
@@ -168,11 +182,45 @@ async fn relay_ready(shared: &Shared) -> Answer {
     }
 }
 
-async fn failover(shared: &Arc<Shared>, start: bool, remote: SocketAddr) -> Answer {
-    let (verb, doing) = if start {
-        ("start", "starting")
-    } else {
-        ("stop", "stopping")
+/// What a `POST /failover/...` asks of this node.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// An operator: start the connector (overrides the maintenance flag).
+    Start,
+    /// The peer taking over, or an operator: stop it.
+    Stop,
+    /// The peer is about to stop its connector: start ours and keep it.
+    Handover,
+}
+
+impl Order {
+    fn verb(self) -> &'static str {
+        match self {
+            Order::Start => "start",
+            Order::Stop => "stop",
+            Order::Handover => "handover",
+        }
+    }
+}
+
+async fn failover(shared: &Arc<Shared>, order: Order, remote: SocketAddr) -> Answer {
+    let verb = order.verb();
+    if order == Order::Handover {
+        if let Err(refused) = shared.node().accepts_handover() {
+            log::warn(&format!(
+                "POST /failover/handover from {} refused: {}",
+                remote.ip(),
+                refused.as_str()
+            ));
+            return json(
+                StatusCode::CONFLICT,
+                serde_json::json!({"error": format!("handover refused: {}", refused.as_str())}),
+            );
+        }
+    }
+    let doing = match order {
+        Order::Stop => "stopping",
+        Order::Start | Order::Handover => "starting",
     };
     log::notice(&format!(
         "POST /failover/{verb} from {}: {doing} the local connector",
@@ -185,17 +233,33 @@ async fn failover(shared: &Arc<Shared>, start: bool, remote: SocketAddr) -> Answ
         let shared = Arc::clone(shared);
         tokio::spawn(async move {
             let _serialised = shared.actions.lock().await;
-            if start {
-                let result = shared.control.start().await;
-                if result.is_ok() {
-                    shared.node().operator_started();
+            match order {
+                Order::Start => {
+                    let result = shared.control.start().await;
+                    if result.is_ok() {
+                        shared.node().operator_started();
+                    }
+                    result
                 }
-                result
-            } else {
-                // Recorded before the stop runs: a monitor turn after this
-                // one sees the stop, whatever happens to the request.
-                shared.node().peer_ordered_stop(shared.now_ms());
-                shared.control.stop().await
+                Order::Handover => {
+                    let result = shared.control.start().await;
+                    if result.is_ok() {
+                        let now = shared.now_ms();
+                        let grace =
+                            u64::try_from(shared.handover_grace().as_millis()).unwrap_or(u64::MAX);
+                        shared
+                            .node()
+                            .handover_received(now, now.saturating_add(grace));
+                    }
+                    result
+                }
+                Order::Stop => {
+                    // Recorded before the stop runs: a monitor turn after
+                    // this one sees the stop, whatever happens to the
+                    // request.
+                    shared.node().peer_ordered_stop(shared.now_ms());
+                    shared.control.stop().await
+                }
             }
         })
     };
@@ -204,8 +268,12 @@ async fn failover(shared: &Arc<Shared>, start: bool, remote: SocketAddr) -> Answ
         .unwrap_or_else(|e| Err(format!("the {verb} task ended abnormally: {e}")));
     match result {
         Ok(()) => {
-            let state = if start { "running" } else { "stopped" };
-            log::info(&format!("local connector {state} on request"));
+            let state = if order == Order::Stop {
+                "stopped"
+            } else {
+                "running"
+            };
+            log::info(&format!("local connector {state} on request ({verb})"));
             json(StatusCode::OK, serde_json::json!({"connector": state}))
         }
         Err(e) => {

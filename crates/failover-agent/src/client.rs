@@ -23,7 +23,16 @@ const MAX_BODY: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct Response {
     pub status: u16,
+    /// The `Location` header, for redirects.
+    pub location: Option<String>,
     pub body: Bytes,
+}
+
+/// Whether an exchange reads the response body.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Read,
+    Ignore,
 }
 
 #[derive(Clone)]
@@ -48,7 +57,15 @@ impl Client {
     }
 
     pub async fn get(&self, url: &Url, timeout: Duration) -> Result<Response, String> {
-        self.send("GET", url, None, timeout).await
+        self.send("GET", url, None, Body::Read, timeout).await
+    }
+
+    /// A GET that ends at the response headers: the status is the answer,
+    /// whatever the body holds or however long it is.
+    pub async fn status(&self, url: &Url, timeout: Duration) -> Result<u16, String> {
+        self.send("GET", url, None, Body::Ignore, timeout)
+            .await
+            .map(|r| r.status)
     }
 
     pub async fn post(
@@ -57,7 +74,8 @@ impl Client {
         bearer: &str,
         timeout: Duration,
     ) -> Result<Response, String> {
-        self.send("POST", url, Some(bearer), timeout).await
+        self.send("POST", url, Some(bearer), Body::Read, timeout)
+            .await
     }
 
     async fn send(
@@ -65,9 +83,10 @@ impl Client {
         method: &str,
         url: &Url,
         bearer: Option<&str>,
+        body: Body,
         timeout: Duration,
     ) -> Result<Response, String> {
-        match tokio::time::timeout(timeout, self.exchange(method, url, bearer)).await {
+        match tokio::time::timeout(timeout, self.exchange(method, url, bearer, body)).await {
             Ok(result) => result,
             Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
         }
@@ -78,6 +97,7 @@ impl Client {
         method: &str,
         url: &Url,
         bearer: Option<&str>,
+        body: Body,
     ) -> Result<Response, String> {
         let tcp = TcpStream::connect((url.host.as_str(), url.port))
             .await
@@ -106,14 +126,18 @@ impl Client {
                 .connect(name, tcp)
                 .await
                 .map_err(|e| format!("TLS: {e}"))?;
-            exchange_on(tls, request).await
+            exchange_on(tls, request, body).await
         } else {
-            exchange_on(tcp, request).await
+            exchange_on(tcp, request, body).await
         }
     }
 }
 
-async fn exchange_on<S>(stream: S, request: Request<Empty<Bytes>>) -> Result<Response, String>
+async fn exchange_on<S>(
+    stream: S,
+    request: Request<Empty<Bytes>>,
+    read: Body,
+) -> Result<Response, String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -130,12 +154,29 @@ where
         .await
         .map_err(|e| format!("request: {e}"))?;
     let status = response.status().as_u16();
+    let location = response
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if read == Body::Ignore {
+        // Dropping the response closes the connection (Connection: close).
+        return Ok(Response {
+            status,
+            location,
+            body: Bytes::new(),
+        });
+    }
     let body = Limited::new(response.into_body(), MAX_BODY)
         .collect()
         .await
         .map_err(|e| format!("body: {e}"))?
         .to_bytes();
-    Ok(Response { status, body })
+    Ok(Response {
+        status,
+        location,
+        body,
+    })
 }
 
 /// The optional TCP check: a connect to the tunnel edge on port 7844.

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use failover_core::node::{Role, Timing};
+use failover_core::node::{AppTiming, Role, Timing, Topology};
 use toml::{Table, Value};
 
 use crate::url::Url;
@@ -49,10 +49,21 @@ pub enum ControlConfig {
     },
 }
 
+/// The `[app]` section: the local service the connector serves.
+#[derive(Clone, Debug)]
+pub struct AppConfig {
+    pub health_url: Url,
+    pub timing: AppTiming,
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
+    pub topology: Topology,
+    /// `Role::Node` in the tunnel-per-node topology.
     pub role: Role,
     pub listen: SocketAddr,
+    /// Read from `token_file` by [`Config::load`]; empty after a bare
+    /// [`Config::parse`].
     pub token: String,
     pub token_file: PathBuf,
     pub maintenance_flag: PathBuf,
@@ -63,12 +74,14 @@ pub struct Config {
     /// The LOCAL cloudflared's `/ready` (its metrics endpoint).
     pub connector_ready_url: Url,
     pub control: ControlConfig,
-    /// The peer agent; `/connector/ready` and `/failover/stop` live there.
-    pub peer_agent_url: Url,
+    /// The peer agent (shared tunnel); `/connector/ready`, `/failover/stop`
+    /// and `/failover/handover` live there.
+    pub peer_agent_url: Option<Url>,
     /// Optional: the peer cloudflared's `/ready`, reachable directly.
     pub peer_connector_ready_url: Option<Url>,
     pub egress_url: Url,
     pub egress_tcp: Option<String>,
+    pub app: Option<AppConfig>,
 }
 
 impl Config {
@@ -109,18 +122,23 @@ impl Config {
         Ok(())
     }
 
+    /// Reads and parses the file, then the token file it names.
     pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| err("--config", format!("cannot read {}: {e}", path.display())))?;
-        Config::parse(&text)
+        let mut config = Config::parse(&text)?;
+        config.token = read_token(&config.token_file)?;
+        Ok(config)
     }
 
+    /// The file's text to typed values; touches nothing outside it.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
         let root: Table = text.parse().map_err(|e: toml::de::Error| {
             err("(file)", format!("not valid TOML: {}", e.message()))
         })?;
         let top = Section::new("", &root);
         top.only(&[
+            "topology",
             "role",
             "listen",
             "token_file",
@@ -134,18 +152,44 @@ impl Config {
             "connector",
             "peer",
             "egress",
+            "app",
         ])?;
-        let role = match top.string("role")?.as_deref() {
-            Some("primary") => Role::Primary,
-            Some("standby") => Role::Standby,
+        let topology = match top.string("topology")?.as_deref() {
+            None | Some("shared-tunnel") => Topology::SharedTunnel,
+            Some("tunnel-per-node") => Topology::TunnelPerNode,
             Some(other) => {
                 return Err(err(
-                    "role",
-                    format!("{other:?} is not a role; use \"primary\" or \"standby\""),
+                    "topology",
+                    format!(
+                        "{other:?} is not a topology; use \"shared-tunnel\" (two nodes, one \
+                         tunnel) or \"tunnel-per-node\" (each node its own tunnel behind the Worker)"
+                    ),
                 ))
             }
-            None => return Err(err("role", "missing; use \"primary\" or \"standby\"")),
         };
+        let role =
+            match (topology, top.string("role")?.as_deref()) {
+                (Topology::SharedTunnel, Some("primary")) => Role::Primary,
+                (Topology::SharedTunnel, Some("standby")) => Role::Standby,
+                (Topology::SharedTunnel, Some(other)) => {
+                    return Err(err(
+                        "role",
+                        format!("{other:?} is not a role; use \"primary\" or \"standby\""),
+                    ))
+                }
+                (Topology::SharedTunnel, None) => {
+                    return Err(err(
+                        "role",
+                        "missing; with topology = \"shared-tunnel\" use \"primary\" or \"standby\"",
+                    ))
+                }
+                (Topology::TunnelPerNode, None) => Role::Node,
+                (Topology::TunnelPerNode, Some(_)) => return Err(err(
+                    "role",
+                    "means nothing with topology = \"tunnel-per-node\" (each node gates its own \
+                     connector, no node is primary); remove it",
+                )),
+            };
         let listen_text = top
             .string("listen")?
             .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
@@ -161,21 +205,6 @@ impl Config {
                 "missing; a file holding the shared bearer token",
             )
         })?);
-        let token = std::fs::read_to_string(&token_file)
-            .map_err(|e| {
-                err(
-                    "token_file",
-                    format!("cannot read {}: {e}", token_file.display()),
-                )
-            })?
-            .trim()
-            .to_string();
-        if token.is_empty() {
-            return Err(err(
-                "token_file",
-                format!("{} is empty", token_file.display()),
-            ));
-        }
         let maintenance_flag = PathBuf::from(
             top.string("maintenance_flag")?
                 .unwrap_or_else(|| DEFAULT_FLAG.to_string()),
@@ -256,14 +285,62 @@ impl Config {
         let command_timeout_ms = connector.duration_ms("command_timeout")?.unwrap_or(30_000);
 
         let peer = top.section("peer")?;
-        peer.only(&["agent_url", "connector_ready_url"])?;
-        let peer_agent_url = peer.url("agent_url")?.ok_or_else(|| {
-            err(
-                "peer.agent_url",
-                "missing; the peer agent, e.g. \"http://10.0.0.2:8790\"",
-            )
-        })?;
-        let peer_connector_ready_url = peer.url("connector_ready_url")?;
+        let (peer_agent_url, peer_connector_ready_url) = match topology {
+            Topology::SharedTunnel => {
+                peer.only(&["agent_url", "connector_ready_url"])?;
+                let agent_url = peer.url("agent_url")?.ok_or_else(|| {
+                    err(
+                        "peer.agent_url",
+                        "missing; the peer agent, e.g. \"http://10.0.0.2:8790\" (required with \
+                         topology = \"shared-tunnel\")",
+                    )
+                })?;
+                (Some(agent_url), peer.url("connector_ready_url")?)
+            }
+            Topology::TunnelPerNode => {
+                if peer.is_present() {
+                    return Err(err(
+                        "peer",
+                        "means nothing with topology = \"tunnel-per-node\" (the Worker, not a \
+                         peer agent, moves traffic between the tunnels); remove the [peer] section",
+                    ));
+                }
+                (None, None)
+            }
+        };
+
+        let app = top.section("app")?;
+        let app = if app.is_present() {
+            app.only(&["health_url", "fall", "rise", "interval"])?;
+            let health_url = app.url("health_url")?.ok_or_else(|| {
+                err(
+                    "app.health_url",
+                    "missing; the local service's health URL, e.g. \"http://127.0.0.1:80/health\"",
+                )
+            })?;
+            let interval_ms = app
+                .duration_ms("interval")?
+                .unwrap_or(timing.poll_interval_ms);
+            if probe_timeout_ms >= interval_ms {
+                return Err(err(
+                    "app.interval",
+                    format!(
+                        "{interval_ms} ms must be longer than probe_timeout ({probe_timeout_ms} ms), \
+                         or a hung app would stall the checks"
+                    ),
+                ));
+            }
+            Some(AppConfig {
+                health_url,
+                timing: AppTiming {
+                    interval_ms,
+                    rise: app.count("rise")?.unwrap_or(AppTiming::DEFAULT_RISE),
+                    fall: app.count("fall")?.unwrap_or(AppTiming::DEFAULT_FALL),
+                },
+            })
+        } else {
+            None
+        };
 
         let egress = top.section("egress")?;
         egress.only(&["url", "tcp"])?;
@@ -286,9 +363,10 @@ impl Config {
         }
 
         Ok(Config {
+            topology,
             role,
             listen,
-            token,
+            token: String::new(),
             token_file,
             maintenance_flag,
             timing,
@@ -300,8 +378,28 @@ impl Config {
             peer_connector_ready_url,
             egress_url,
             egress_tcp,
+            app,
         })
     }
+}
+
+fn read_token(token_file: &std::path::Path) -> Result<String, ConfigError> {
+    let token = std::fs::read_to_string(token_file)
+        .map_err(|e| {
+            err(
+                "token_file",
+                format!("cannot read {}: {e}", token_file.display()),
+            )
+        })?
+        .trim()
+        .to_string();
+    if token.is_empty() {
+        return Err(err(
+            "token_file",
+            format!("{} is empty", token_file.display()),
+        ));
+    }
+    Ok(token)
 }
 
 /// One table of the file, with its dotted prefix for error messages.
@@ -324,6 +422,10 @@ impl<'a> Section<'a> {
         } else {
             format!("{}.{name}", self.prefix)
         }
+    }
+
+    fn is_present(&self) -> bool {
+        self.table.is_some()
     }
 
     fn get(&self, name: &str) -> Option<&'a Value> {
@@ -459,6 +561,117 @@ fn parse_duration_ms(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SHARED: &str = r#"
+role = "primary"
+token_file = "/etc/failover-agent/token"
+[connector]
+ready_url = "http://127.0.0.1:20241/ready"
+[peer]
+agent_url = "http://10.0.0.2:8790"
+"#;
+
+    const PER_NODE: &str = r#"
+topology = "tunnel-per-node"
+token_file = "/etc/failover-agent/token"
+[connector]
+ready_url = "http://127.0.0.1:20241/ready"
+"#;
+
+    #[test]
+    fn good_configs_parse_with_their_defaults() {
+        let c = Config::parse(SHARED).expect("shared");
+        assert_eq!(
+            (c.topology, c.role),
+            (Topology::SharedTunnel, Role::Primary)
+        );
+        assert!(c.app.is_none() && c.peer_agent_url.is_some());
+        let c = Config::parse(PER_NODE).expect("per node");
+        assert_eq!((c.topology, c.role), (Topology::TunnelPerNode, Role::Node));
+        assert!(c.peer_agent_url.is_none());
+        let text = format!("{PER_NODE}[app]\nhealth_url = \"http://127.0.0.1:80/health\"\n");
+        let app = Config::parse(&text).expect("app").app.expect("[app]");
+        assert_eq!(
+            app.timing,
+            AppTiming {
+                interval_ms: Timing::default().poll_interval_ms,
+                rise: 2,
+                fall: 3
+            }
+        );
+        assert_eq!(app.health_url.port, 80);
+    }
+
+    /// Each bad config fails naming its key; the phrase says why.
+    #[test]
+    fn bad_configs_name_the_key() {
+        let app = |extra: &str| format!("{PER_NODE}[app]\n{extra}\n");
+        let table: Vec<(String, &str, &str)> = vec![
+            (SHARED.replace("role = \"primary\"", ""), "role", "missing"),
+            (SHARED.replace("primary", "leader"), "role", "not a role"),
+            (
+                format!("role = \"primary\"\n{PER_NODE}"),
+                "role",
+                "means nothing",
+            ),
+            (
+                format!("{PER_NODE}[peer]\nagent_url = \"http://10.0.0.2:8790\"\n"),
+                "peer",
+                "means nothing",
+            ),
+            (
+                SHARED.replace("[peer]\nagent_url = \"http://10.0.0.2:8790\"", ""),
+                "peer.agent_url",
+                "missing",
+            ),
+            (
+                format!("topology = \"mesh\"\n{SHARED}"),
+                "topology",
+                "not a topology",
+            ),
+            (app("fall = 3"), "app.health_url", "missing"),
+            (
+                app("health_url = \"http://127.0.0.1 :80/health\""),
+                "app.health_url",
+                "whitespace",
+            ),
+            (
+                app("health_url = \"ftp://127.0.0.1/health\""),
+                "app.health_url",
+                "scheme",
+            ),
+            (
+                app("health_url = \"http://127.0.0.1/health\"\nfall = 0"),
+                "app.fall",
+                "count from 1",
+            ),
+            (
+                app("health_url = \"http://127.0.0.1/health\"\nrise = -1"),
+                "app.rise",
+                "count from 1",
+            ),
+            (
+                app("health_url = \"http://127.0.0.1/health\"\ninterval = \"1s\""),
+                "app.interval",
+                "longer than probe_timeout",
+            ),
+            (
+                app("health_url = \"http://127.0.0.1/health\"\nport = 80"),
+                "app.port",
+                "unknown key",
+            ),
+            (format!("app = 3\n{PER_NODE}"), "app", "must be a table"),
+        ];
+        for (text, key, phrase) in table {
+            match Config::parse(&text) {
+                Ok(_) => panic!("accepted, expected an error on `{key}`:\n{text}"),
+                Err(e) => {
+                    assert_eq!(e.key, key, "{e}\n{text}");
+                    assert!(e.reason.contains(phrase), "{e} lacks {phrase:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn durations() {

@@ -1,31 +1,12 @@
-//! `failover-agent`: keeps one Cloudflare Tunnel connector of an
-//! active/standby pair serving. Decisions come from `failover_core::node`;
-//! this binary probes, serves the HTTP API and runs the connector.
-//!
-//! Layout: [`config`] (the TOML, validated), [`monitor`] (the loop feeding
-//! the machine), [`api`] (HTTP endpoints), [`metrics`], [`connector`]
-//! (systemd / command control), [`client`] and [`url`] (outbound HTTP with
-//! deadlines), [`readiness`] (reading cloudflared's `/ready`), [`state`]
-//! (what loop and API share), [`sd_notify`], [`log`].
-
-mod api;
-mod client;
-mod config;
-mod connector;
-mod log;
-mod metrics;
-mod monitor;
-mod readiness;
-mod sd_notify;
-mod state;
-mod url;
+//! `failover-agent`: the command line. Everything it runs lives in the
+//! library (`failover_agent`); this file only reads argv.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use config::Config;
+use failover_agent::config::{self, Config};
+use failover_agent::{client, connector, log, run, runtime, sd_notify, url};
 
 const USAGE: &str =
     "usage: failover-agent [--config PATH] <run | check-config | status | maintenance on|off>
@@ -69,11 +50,16 @@ fn main() -> ExitCode {
         ["run"] => run(config),
         ["check-config"] => {
             println!(
-                "config ok: role={} listen={} peer={} connector={} poll_interval={}ms takeover_after={} \
-                 standdown_after={} failback_interval={}ms failback_after={} maintenance_flag={} token_file={}",
+                "config ok: topology={} role={} listen={} peer={} connector={} poll_interval={}ms \
+                 takeover_after={} standdown_after={} failback_interval={}ms failback_after={} \
+                 maintenance_flag={} token_file={} app={}",
+                config.topology.as_str(),
                 config.role.as_str(),
                 config.listen,
-                config.peer_agent_url,
+                config
+                    .peer_agent_url
+                    .as_ref()
+                    .map_or("none".to_string(), ToString::to_string),
                 connector::from_config(&config.control, config.command_timeout).describe(),
                 config.timing.poll_interval_ms,
                 config.timing.takeover_after,
@@ -81,7 +67,11 @@ fn main() -> ExitCode {
                 config.timing.failback_interval_ms,
                 config.timing.failback_after,
                 config.maintenance_flag.display(),
-                config.token_file.display()
+                config.token_file.display(),
+                config.app.as_ref().map_or("none".to_string(), |a| format!(
+                    "{} every {}ms fall={} rise={}",
+                    a.health_url, a.timing.interval_ms, a.timing.fall, a.timing.rise
+                ))
             );
             ExitCode::SUCCESS
         }
@@ -96,82 +86,6 @@ fn main() -> ExitCode {
 fn usage(problem: &str) -> ExitCode {
     eprintln!("failover-agent: {problem}\n{USAGE}");
     ExitCode::from(2)
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))
-}
-
-fn run(config: Config) -> ExitCode {
-    let result = runtime().and_then(|rt| rt.block_on(serve(config)));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            log::error(&e);
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn serve(config: Config) -> Result<(), String> {
-    let client = client::Client::new()?;
-    let control = connector::from_config(&config.control, config.command_timeout);
-    let listener =
-        api::bind(config.listen).map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-    log::info(&format!(
-        "listening on {} as {}; connector via {}; poll every {} ms (take over after {} misses), \
-         fail back after {} good egress checks {} ms apart",
-        config.listen,
-        config.role.as_str(),
-        control.describe(),
-        config.timing.poll_interval_ms,
-        config.timing.takeover_after,
-        config.timing.failback_after,
-        config.timing.failback_interval_ms
-    ));
-    let shared = Arc::new(state::Shared::new(config, client, control));
-    let mut api = tokio::spawn(api::serve(listener, Arc::clone(&shared)));
-    let mut monitor = tokio::spawn(monitor::run(Arc::clone(&shared)));
-    sd_notify::notify("READY=1");
-    // Both tasks run forever; one that ends (a panic) leaves an agent that
-    // answers /health but decides nothing, or decides without an API: exit
-    // non-zero and let systemd restart it whole.
-    let ended = |task: &str, result: Result<(), tokio::task::JoinError>| match result {
-        Err(e) => format!("the {task} task failed: {e}; exiting so the agent is restarted"),
-        Ok(()) => format!("the {task} task ended; exiting so the agent is restarted"),
-    };
-    let result = tokio::select! {
-        () = shutdown_signal() => {
-            // The connector is left as it is: restarting the agent must not
-            // drop the tunnel.
-            log::info("stopping on signal; the connector is left as it is");
-            Ok(())
-        }
-        r = &mut api => Err(ended("API", r)),
-        r = &mut monitor => Err(ended("monitor", r)),
-    };
-    sd_notify::notify("STOPPING=1");
-    api.abort();
-    monitor.abort();
-    result
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }
 
 fn status(config: &Config) -> ExitCode {

@@ -2,19 +2,35 @@
 //! snapshot and the last probe figures.
 
 use std::fmt::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use failover_core::node::AppState;
 
 use crate::state::Shared;
 
 pub fn render(shared: &Shared) -> String {
     let s = shared.node().snapshot();
     let p = *shared.probes();
-    let role = s.role.as_str();
+    let labels = format!(
+        "role=\"{}\",topology=\"{}\"",
+        s.role.as_str(),
+        s.role.topology().as_str()
+    );
     let mut out = String::new();
+    // The build is a label set of its own; written first, by hand.
+    let _ = writeln!(
+        out,
+        "# HELP failover_agent_build_info Version and git revision of the running agent.\n\
+         # TYPE failover_agent_build_info gauge\n\
+         failover_agent_build_info{{{labels},version=\"{}\",revision=\"{}\"}} 1",
+        crate::build::VERSION,
+        crate::build::REVISION
+    );
     let mut metric = |name: &str, kind: &str, help: &str, value: Option<f64>| {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");
         if let Some(v) = value {
-            let _ = writeln!(out, "{name}{{role=\"{role}\"}} {v}");
+            let _ = writeln!(out, "{name}{{{labels}}} {v}");
         }
     };
     let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
@@ -25,10 +41,34 @@ pub fn render(shared: &Shared) -> String {
         s.local_running.and_then(flag),
     );
     metric(
+        "failover_agent_connector_ready",
+        "gauge",
+        "1 while the local connector's /ready shows an edge connection (tunnel per node; absent \
+         otherwise and while it is stopped).",
+        s.local_ready.and_then(flag),
+    );
+    metric(
+        "failover_agent_app_healthy",
+        "gauge",
+        "1 while the app is up by its rise/fall thresholds, 0 when down or not yet known (absent \
+         without [app]).",
+        s.app.map(|a| if a == AppState::Up { 1.0 } else { 0.0 }),
+    );
+    metric(
         "failover_agent_maintenance",
         "gauge",
         "1 while the maintenance flag file exists.",
         flag(s.maintenance),
+    );
+    metric(
+        "failover_agent_maintenance_since_timestamp_seconds",
+        "gauge",
+        "Unix time the maintenance flag was last set or cleared (absent before).",
+        s.maintenance_since_ms.and_then(|since| {
+            let ago = shared.now_ms().saturating_sub(since) as f64 / 1000.0;
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
+            Some((now.as_secs_f64() - ago).floor())
+        }),
     );
     metric(
         "failover_agent_peer_misses_in_a_row",
@@ -65,6 +105,12 @@ pub fn render(shared: &Shared) -> String {
         "counter",
         "Connector stops for the maintenance flag.",
         Some(s.drains as f64),
+    );
+    metric(
+        "failover_agent_withdrawals_total",
+        "counter",
+        "Connector stops because the app was down or the connector lost its uplink.",
+        Some(s.withdrawals as f64),
     );
     metric(
         "failover_agent_egress_good_in_a_row",
@@ -107,6 +153,12 @@ pub fn render(shared: &Shared) -> String {
         "gauge",
         "Duration of the last relayed look at the local connector's /ready.",
         p.relay_seconds,
+    );
+    metric(
+        "failover_agent_app_probe_seconds",
+        "gauge",
+        "Duration of the last app health check.",
+        p.app_seconds,
     );
     metric(
         "failover_agent_uptime_seconds",

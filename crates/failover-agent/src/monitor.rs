@@ -1,46 +1,56 @@
-//! The loop that feeds the decision machine: on every poll the maintenance
-//! flag and the local connector state (both roles) and the peer's connector
-//! readiness (standby); on every fail-back tick the egress check (primary).
-//! Each probe and command has its own deadline, so one step is bounded; the
-//! watchdog is pinged between steps, so a slow turn (systemd taking its time)
-//! is no reason to be killed. A turn holds the `actions` lock from its first
-//! observation to its last action: an API-ordered stop is either wholly
-//! before the turn (and seen by it) or wholly after it.
+//! The driver of the decision machine: it sleeps until the time the core
+//! gives ([`failover_core::node::Node::next_due_ms`]), takes the due checks,
+//! runs each (app health, the flag and the local connector, the peer's
+//! connector, egress) and feeds the results back. Each probe and command has
+//! its own deadline, so one step is bounded; the watchdog is pinged while
+//! sleeping and between steps. A turn holds the `actions` lock from its
+//! first observation to its last action: an API-ordered stop is either
+//! wholly before the turn (and seen by it) or wholly after it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use failover_core::node::{Outcome, PeerView, Role};
-use tokio::time::{interval_at, MissedTickBehavior};
+use failover_core::node::{Check, Outcome};
+use tokio::time::{interval, MissedTickBehavior};
 
 use crate::log;
+use crate::peer;
 use crate::readiness;
 use crate::sd_notify;
 use crate::state::Shared;
 
 pub async fn run(shared: Arc<Shared>) {
-    let config = &shared.config;
-    let now = tokio::time::Instant::now();
-    // The standby's first look waits one interval: after a joint boot the
-    // primary gets its head start, and the standby needs several misses anyway.
-    let first_poll = match config.role {
-        Role::Primary => now,
-        Role::Standby => now + config.poll_interval(),
-    };
-    let mut poll = interval_at(first_poll, config.poll_interval());
-    poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut failback = interval_at(now, config.failback_interval());
-    failback.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let watchdog_period = sd_notify::watchdog_period();
-    let mut watchdog = interval_at(now, watchdog_period.unwrap_or(Duration::from_secs(3600)));
+    let mut watchdog = interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
+    watchdog.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut logged = String::new();
     loop {
-        tokio::select! {
-            _ = poll.tick() => poll_once(&shared, &mut logged).await,
-            _ = failback.tick(), if config.role == Role::Primary => egress_once(&shared, &mut logged).await,
-            // Pinged from this loop (and between the steps of a turn), so a
-            // wedged loop stops the pings and systemd restarts the agent.
-            _ = watchdog.tick(), if watchdog_period.is_some() => shared.alive(),
+        let due = shared.instant_at(shared.node().next_due_ms());
+        let sleep = tokio::time::sleep_until(due);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                () = &mut sleep => break,
+                // Pinged from this loop (and between the steps of a turn),
+                // so a wedged loop stops the pings and systemd restarts the
+                // agent.
+                _ = watchdog.tick(), if watchdog_period.is_some() => shared.alive(),
+            }
+        }
+        turn(&shared, &mut logged).await;
+    }
+}
+
+async fn turn(shared: &Shared, logged: &mut String) {
+    let turn = shared.actions.lock().await;
+    shared.alive();
+    let due = shared.node().take_due(shared.now_ms());
+    for check in due {
+        match check {
+            Check::App => app_once(shared, logged, &turn).await,
+            Check::Local => local_once(shared, logged, &turn).await,
+            Check::Peer => peer_once(shared, logged, &turn).await,
+            Check::Egress => egress_once(shared, logged, &turn).await,
         }
     }
 }
@@ -64,75 +74,91 @@ async fn handle(
     *logged = outcome.why;
 }
 
-async fn poll_once(shared: &Shared, logged: &mut String) {
-    let turn = shared.actions.lock().await;
-    shared.alive();
+type Turn<'a> = tokio::sync::MutexGuard<'a, ()>;
+
+/// The app's health URL: 2xx or 3xx response headers within the probe
+/// timeout. The body is never read: an endpoint that streams megabytes or
+/// garbage costs nothing but its status line.
+async fn app_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
+    let Some(app) = &shared.config.app else {
+        return;
+    };
+    let started = Instant::now();
+    let problem = match shared
+        .client
+        .status(&app.health_url, shared.config.probe_timeout)
+        .await
+    {
+        Ok(status) if (200..400).contains(&status) => None,
+        Ok(status) => Some(format!("{} answered HTTP {status}", app.health_url)),
+        Err(e) => Some(format!("{}: {e}", app.health_url)),
+    };
+    shared.probes().app_seconds = Some(started.elapsed().as_secs_f64());
+    let outcome = shared
+        .node()
+        .observe_app(shared.now_ms(), problem.as_deref());
+    handle(shared, outcome, logged, turn).await;
+}
+
+/// The maintenance flag, the connector's process state and, with a tunnel
+/// per node, its readiness.
+async fn local_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
     let flag = shared.config.maintenance_flag.exists();
     let outcome = shared.node().set_maintenance(shared.now_ms(), flag);
-    handle(shared, outcome, logged, &turn).await;
+    handle(shared, outcome, logged, turn).await;
 
     match shared.control.is_running().await {
         Ok(running) => {
             let outcome = shared.node().observe_local(shared.now_ms(), running);
-            handle(shared, outcome, logged, &turn).await;
+            handle(shared, outcome, logged, turn).await;
         }
         Err(e) => log::warn(&format!(
             "cannot tell whether the local connector runs: {e}"
         )),
     }
 
-    if shared.node().wants_peer_check() {
-        let view = probe_peer(shared).await;
-        let outcome = shared.node().observe_peer(shared.now_ms(), &view);
-        handle(shared, outcome, logged, &turn).await;
+    if shared.node().wants_local_readiness() {
+        let result = shared
+            .client
+            .get(
+                &shared.config.connector_ready_url,
+                shared.config.probe_timeout,
+            )
+            .await;
+        let ready = readiness::from_result(result);
+        shared.probes().local_ready = Some(ready.is_ready());
+        let outcome = shared.node().observe_local_ready(shared.now_ms(), &ready);
+        handle(shared, outcome, logged, turn).await;
     }
 }
 
-/// Readiness of the peer CONNECTOR, through the peer agent's relay and, if
-/// configured, directly; both at once, each with the probe timeout.
-async fn probe_peer(shared: &Shared) -> PeerView {
-    let config = &shared.config;
-    let relay = config.peer_agent_url.with_path("/connector/ready");
-    let timed = |url| async move {
-        let started = Instant::now();
-        let result = shared.client.get(url, config.probe_timeout).await;
-        (
-            readiness::from_result(result),
-            started.elapsed().as_secs_f64(),
-        )
-    };
-    let (via_agent, direct) = match &config.peer_connector_ready_url {
-        Some(direct_url) => {
-            let (a, d) = tokio::join!(timed(&relay), timed(direct_url));
-            (a, Some(d))
-        }
-        None => (timed(&relay).await, None),
-    };
-    let mut probes = shared.probes();
-    probes.peer_seconds = Some(via_agent.1);
-    probes.peer_direct_seconds = direct.as_ref().map(|d| d.1);
-    PeerView {
-        via_agent: via_agent.0,
-        direct: direct.map(|d| d.0),
-    }
-}
-
-async fn egress_once(shared: &Shared, logged: &mut String) {
-    if !shared.node().wants_egress_check() {
+async fn peer_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
+    let Some(peer_agent) = &shared.config.peer_agent_url else {
         return;
-    }
-    let turn = shared.actions.lock().await;
-    shared.alive();
+    };
+    let view = peer::look(shared, peer_agent).await;
+    let outcome = shared.node().observe_peer(shared.now_ms(), &view);
+    handle(shared, outcome, logged, turn).await;
+}
+
+async fn egress_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
     let config = &shared.config;
     let started = Instant::now();
     // Directly, never through the tunnel: the question is whether this
-    // node's uplink reaches Cloudflare.
+    // node's uplink reaches Cloudflare. A redirect is not an answer from
+    // the place asked about (a captive portal answers that way too).
     let mut problem = match shared
         .client
         .get(&config.egress_url, config.probe_timeout)
         .await
     {
         Ok(r) if (200..300).contains(&r.status) => None,
+        Ok(r) if (300..400).contains(&r.status) => Some(format!(
+            "{} redirects (HTTP {} to {}): egress.url must answer 2xx itself",
+            config.egress_url,
+            r.status,
+            r.location.as_deref().unwrap_or("no Location")
+        )),
         Ok(r) => Some(format!("{} answered HTTP {}", config.egress_url, r.status)),
         Err(e) => Some(format!("{}: {e}", config.egress_url)),
     };
@@ -146,13 +172,14 @@ async fn egress_once(shared: &Shared, logged: &mut String) {
     shared.probes().egress_seconds = Some(started.elapsed().as_secs_f64());
     if let Some(problem) = &problem {
         // Only worth a line when it matters: the connector is down and this
-        // is why it stays down.
-        if shared.node().snapshot().local_running == Some(false) {
+        // is why it stays down, or the check itself is misconfigured.
+        let redirect = problem.contains(" redirects ");
+        if redirect || shared.node().snapshot().local_running == Some(false) {
             log::info(&format!("egress check failed: {problem}"));
         }
     }
     let outcome = shared
         .node()
         .observe_egress(shared.now_ms(), problem.is_none());
-    handle(shared, outcome, logged, &turn).await;
+    handle(shared, outcome, logged, turn).await;
 }

@@ -50,6 +50,7 @@ mod tests {
     fn answer(status: u16, body: &'static str) -> Readiness {
         from_response(&Response {
             status,
+            location: None,
             body: Bytes::from_static(body.as_bytes()),
         })
     }

@@ -2,14 +2,18 @@
 //! connector controller and the last probe figures.
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use failover_core::node::{Decision, Node, Outcome};
+use tokio::time::Instant;
+
+use failover_core::node::{Action, Decision, Node, Outcome};
 
 use crate::client::Client;
 use crate::config::Config;
 use crate::connector::ConnectorControl;
 use crate::log;
+use crate::peer::{self, Asked};
+use crate::readiness;
 use crate::sd_notify;
 
 /// Last probe latencies in seconds, for `/metrics`.
@@ -19,6 +23,9 @@ pub struct Probes {
     pub peer_direct_seconds: Option<f64>,
     pub egress_seconds: Option<f64>,
     pub relay_seconds: Option<f64>,
+    pub app_seconds: Option<f64>,
+    /// Tunnel per node: the last look at the local connector's `/ready`.
+    pub local_ready: Option<bool>,
     pub last_transition_unix: Option<f64>,
 }
 
@@ -40,7 +47,12 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(config: Config, client: Client, control: Box<dyn ConnectorControl>) -> Shared {
-        let node = Node::new(config.role, config.timing);
+        let node = Node::new(
+            config.role,
+            config.timing,
+            config.app.as_ref().map(|a| a.timing),
+            0,
+        );
         Shared {
             config,
             client,
@@ -54,8 +66,20 @@ impl Shared {
     }
 
     /// Milliseconds on the agent's monotonic clock: the core's timestamps.
+    /// tokio's clock, so that tests with paused time drive the core too.
     pub fn now_ms(&self) -> u64 {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The instant a core timestamp stands for.
+    pub fn instant_at(&self, ms: u64) -> Instant {
+        self.started + Duration::from_millis(ms)
+    }
+
+    /// How long the peer may keep looking ready after it handed us the
+    /// tunnel: its wait for our readiness and its stop, each bounded.
+    pub fn handover_grace(&self) -> Duration {
+        (self.config.command_timeout + self.config.probe_timeout) * 2
     }
 
     pub fn uptime_seconds(&self) -> f64 {
@@ -81,42 +105,56 @@ impl Shared {
         }
     }
 
-    /// Carries out a decision: logs why, then starts/stops the connector and
-    /// asks the peer to stand down, in the order the outcome lists. The
-    /// caller holds [`Shared::actions`] across the observation, the decision
-    /// and this, so that an API-ordered stop cannot slip in between.
+    /// Carries out a decision: logs why, then runs its actions in order.
+    /// The caller holds [`Shared::actions`] across the observation, the
+    /// decision and this, so that an API-ordered stop cannot slip in
+    /// between.
     pub async fn carry_out(&self, outcome: &Outcome, _turn: &tokio::sync::MutexGuard<'_, ()>) {
-        use failover_core::node::Action;
         if outcome.decision == Decision::Hold {
             return;
         }
         let message = format!("decision {}: {}", outcome.decision.as_str(), outcome.why);
         match outcome.decision {
-            Decision::FailBack | Decision::TakeOver => log::notice(&message),
+            Decision::FailBack | Decision::TakeOver | Decision::Withdraw => log::notice(&message),
             _ => log::info(&message),
         }
         if let Ok(now) = SystemTime::now().duration_since(UNIX_EPOCH) {
             self.probes().last_transition_unix = Some(now.as_secs_f64());
         }
+        let mut peer_took_it = false;
         for action in outcome.actions {
             self.alive();
-            match action {
-                Action::StartLocal => match self.control.start().await {
-                    Ok(()) => log::info(&format!(
+            if !self.act(*action, &mut peer_took_it).await {
+                break;
+            }
+        }
+        self.alive();
+    }
+
+    /// One action; false when the actions after it must be skipped.
+    async fn act(&self, action: Action, peer_took_it: &mut bool) -> bool {
+        let peer_agent = self.config.peer_agent_url.as_ref();
+        match (action, peer_agent) {
+            (Action::StartLocal, _) => match self.control.start().await {
+                Ok(()) => {
+                    log::info(&format!(
                         "local connector started ({})",
                         self.control.describe()
-                    )),
-                    Err(e) => {
-                        // Not serving ourselves, we must not take the tunnel
-                        // from a peer that might: the rest is skipped.
-                        log::error(&format!(
-                            "starting the local connector failed: {e}; not asking the peer to \
-                             stand down; deciding again at the next poll"
-                        ));
-                        break;
-                    }
-                },
-                Action::StopLocal => match self.control.stop().await {
+                    ));
+                    true
+                }
+                Err(e) => {
+                    // Not serving ourselves, we must not take the tunnel
+                    // from a peer that might: the rest is skipped.
+                    log::error(&format!(
+                        "starting the local connector failed: {e}; not asking the peer to \
+                         stand down; deciding again at the next poll"
+                    ));
+                    false
+                }
+            },
+            (Action::StopLocal, _) => {
+                match self.control.stop().await {
                     Ok(()) => log::info(&format!(
                         "local connector stopped ({})",
                         self.control.describe()
@@ -124,28 +162,71 @@ impl Shared {
                     Err(e) => log::error(&format!(
                         "stopping the local connector failed: {e}; deciding again at the next poll"
                     )),
-                },
-                Action::AskPeerToStop => self.ask_peer_to_stop().await,
+                }
+                true
             }
+            (Action::AwaitLocalReady, _) => {
+                let bound = self.config.command_timeout;
+                if self.await_local_ready(bound).await {
+                    true
+                } else {
+                    log::warn(&format!(
+                        "local connector not ready within {} ms of its start; not asking the \
+                         peer to stand down (it does at its next look once ours is ready)",
+                        bound.as_millis()
+                    ));
+                    false
+                }
+            }
+            (Action::AskPeerToStop, Some(url)) => {
+                peer::ask_to_stop(self, url).await;
+                true
+            }
+            (Action::HandOverToPeer, Some(url)) => {
+                *peer_took_it = peer::hand_over(self, url).await == Asked::Done;
+                true
+            }
+            (Action::AwaitPeerReady, Some(url)) => {
+                let bound = self.config.command_timeout;
+                let ready = *peer_took_it && peer::await_ready(self, url, bound).await;
+                if ready {
+                    log::info("peer connector ready: stopping ours (make before break)");
+                } else {
+                    log::error(&format!(
+                        "PEER CONNECTOR NOT READY{}: stopping the local connector anyway; the \
+                         tunnel has NO serving connector until the peer's starts",
+                        if *peer_took_it {
+                            format!(" within {} ms", bound.as_millis())
+                        } else {
+                            " (the handover was refused or not answered)".to_string()
+                        }
+                    ));
+                }
+                true
+            }
+            // The core asks nothing of a peer in the tunnel-per-node
+            // topology, the only one without a peer URL.
+            (Action::AskPeerToStop | Action::HandOverToPeer | Action::AwaitPeerReady, None) => true,
         }
-        self.alive();
     }
 
-    /// The peer's stop may take its whole `command_timeout`; waiting less
-    /// would log a stop that still happens as "not reachable".
-    async fn ask_peer_to_stop(&self) {
-        let url = self.config.peer_agent_url.with_path("/failover/stop");
-        let deadline = self.config.command_timeout + self.config.probe_timeout;
-        match self.client.post(&url, &self.config.token, deadline).await {
-            Ok(r) if r.status == 200 => log::info("peer agent stopped its connector on request"),
-            Ok(r) => log::warn(&format!(
-                "peer agent refused to stand down: HTTP {}",
-                r.status
-            )),
-            // A dead peer is the usual reason for a take-over.
-            Err(e) => log::info(&format!(
-                "peer agent not reachable to stand down ({e}); serving anyway"
-            )),
+    /// Polls the local connector's `/ready` until it shows an edge
+    /// connection or `bound` passes.
+    async fn await_local_ready(&self, bound: Duration) -> bool {
+        let until = Instant::now() + bound;
+        loop {
+            self.alive();
+            let result = self
+                .client
+                .get(&self.config.connector_ready_url, self.config.probe_timeout)
+                .await;
+            if readiness::from_result(result).is_ready() {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(peer::READY_POLL).await;
         }
     }
 }

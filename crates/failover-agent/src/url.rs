@@ -1,11 +1,25 @@
 //! The few URLs the agent calls: `http://` on the LAN, `https://` for the
-//! egress check. Parsed once at config time.
+//! egress check. Parsed once at config time by `http::Uri`, then held to a
+//! narrower shape than RFC 3986 allows, because a URL that parses but is not
+//! what the operator meant passes `check-config` and surfaces 90 s later as a
+//! take-over.
 
 use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use hyper::http::Uri;
+
+/// Appended to every rejection: what a good value looks like.
+const ACCEPTED: &str = "expected http:// or https://, a host (DNS name, IPv4 address or \
+                        [IPv6] literal), an optional :port and an optional path, e.g. \
+                        \"http://10.0.0.2:8790\", \"http://[fd00::2]:8790\" or \
+                        \"https://host/path\"";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Url {
     pub https: bool,
+    /// As written, without the brackets of an IPv6 literal: the form
+    /// `TcpStream::connect` and TLS server names take.
     pub host: String,
     pub port: u16,
     /// Always starts with `/`.
@@ -14,43 +28,7 @@ pub struct Url {
 
 impl Url {
     pub fn parse(text: &str) -> Result<Url, String> {
-        let bad = |why: &str| {
-            format!(
-                "{text:?} {why}; expected e.g. \"http://10.0.0.2:8790\" or \"https://host/path\""
-            )
-        };
-        let (https, rest) = if let Some(rest) = text.strip_prefix("https://") {
-            (true, rest)
-        } else if let Some(rest) = text.strip_prefix("http://") {
-            (false, rest)
-        } else {
-            return Err(bad("is not an http:// or https:// URL"));
-        };
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if authority.contains('@') {
-            return Err(bad("must not carry credentials"));
-        }
-        let default_port = if https { 443 } else { 80 };
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
-                let port = port.parse::<u16>().map_err(|_| bad("has a bad port"))?;
-                (host, port)
-            }
-            _ => (authority, default_port),
-        };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        if host.is_empty() || port == 0 {
-            return Err(bad("has no host or port"));
-        }
-        Ok(Url {
-            https,
-            host: host.to_string(),
-            port,
-            path: path.to_string(),
-        })
+        parse(text).map_err(|why| format!("{why}; {ACCEPTED}"))
     }
 
     /// The same origin with another path (`/connector/ready` on the peer).
@@ -62,6 +40,8 @@ impl Url {
         }
     }
 
+    /// The authority as it goes on the wire: an IPv6 literal gets its
+    /// brackets back, a default port is left out.
     pub fn host_header(&self) -> String {
         let default_port = if self.https { 443 } else { 80 };
         let host = if self.host.contains(':') {
@@ -84,9 +64,193 @@ impl fmt::Display for Url {
     }
 }
 
+/// The reason without the list of what is accepted.
+fn parse(text: &str) -> Result<Url, String> {
+    // Not trimmed: a stray space is as likely a sign of a pasted-together
+    // value ("10.0.0.2 :8790") as of harmless padding.
+    if let Some(c) = text.chars().find(|c| c.is_whitespace()) {
+        return Err(format!(
+            "{text:?} contains whitespace ({c:?}); it is not trimmed, remove it"
+        ));
+    }
+    let (scheme, after_scheme) = match text.split_once("://") {
+        Some((scheme, rest)) if is_scheme(scheme) => (scheme, rest),
+        _ => {
+            return Err(match text.split_once(':') {
+                Some((scheme, _))
+                    if scheme.eq_ignore_ascii_case("http")
+                        || scheme.eq_ignore_ascii_case("https") =>
+                {
+                    format!("{text:?} lacks \"//\" after \"{scheme}:\"")
+                }
+                _ => format!("{text:?} has no scheme; it must start with http:// or https://"),
+            })
+        }
+    };
+    let https = if scheme.eq_ignore_ascii_case("https") {
+        true
+    } else if scheme.eq_ignore_ascii_case("http") {
+        false
+    } else {
+        return Err(format!(
+            "{text:?} has scheme {scheme:?}; only http and https are accepted"
+        ));
+    };
+    // `http::Uri` drops a fragment without a word, and keeps a query that
+    // `with_path` would then bury in the middle of the path.
+    if let Some(at) = text.find('#') {
+        return Err(format!(
+            "{text:?} has a fragment ({:?}); the agent appends its own paths, give the URL \
+             without \"#...\"",
+            &text[at..]
+        ));
+    }
+    if let Some(at) = text.find('?') {
+        return Err(format!(
+            "{text:?} has a query ({:?}); the agent appends its own paths, give the URL \
+             without \"?...\"",
+            &text[at..]
+        ));
+    }
+    let raw_authority = after_scheme.split('/').next().unwrap_or("");
+    if raw_authority.is_empty() {
+        return Err(format!("{text:?} has no host"));
+    }
+    let uri: Uri = text.parse().map_err(|e| {
+        if raw_authority.matches(':').count() > 1 && !raw_authority.contains('[') {
+            format!(
+                "{text:?} has more than one ':' in its host and port; an IPv6 address goes in \
+                 brackets, [addr]:port"
+            )
+        } else {
+            format!("{text:?} is not a valid URL ({e})")
+        }
+    })?;
+    let authority = uri
+        .authority()
+        .ok_or_else(|| format!("{text:?} has no host"))?
+        .as_str();
+    if let Some((userinfo, _)) = authority.rsplit_once('@') {
+        // The password must not reach a log line through this error.
+        let rest = after_scheme.get(userinfo.len() + 1..).unwrap_or("");
+        return Err(format!(
+            "\"{scheme}://***@{rest}\" carries user info before \"@\"; credentials do not \
+             belong in a URL in the config file"
+        ));
+    }
+    let (host, after_host) = split_host(authority)
+        .ok_or_else(|| format!("{text:?} has an unterminated \"[\" in its host"))?;
+    let host = check_host(host).map_err(|why| format!("{text:?} {why}"))?;
+    let port = port(after_host, https).map_err(|why| format!("{text:?} {why}"))?;
+    Ok(Url {
+        https,
+        host: host.to_string(),
+        port,
+        // `Uri` keeps the path as written, percent-escapes included, and
+        // gives "/" for none.
+        path: uri.path().to_string(),
+    })
+}
+
+/// RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ). Anything else before
+/// "://" means there was no scheme ("10.0.0.2:8790/x://").
+fn is_scheme(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// `("[::1]", ":8790")` from `"[::1]:8790"`; `("host", "")` from `"host"`.
+fn split_host(authority: &str) -> Option<(&str, &str)> {
+    if authority.starts_with('[') {
+        let end = authority.find(']')? + 1;
+        Some(authority.split_at(end))
+    } else {
+        Some(match authority.find(':') {
+            Some(at) => authority.split_at(at),
+            None => (authority, ""),
+        })
+    }
+}
+
+/// The host without IPv6 brackets, or why it is not one the agent can dial.
+fn check_host(host: &str) -> Result<&str, String> {
+    if let Some(inner) = host.strip_prefix('[') {
+        let inner = inner.strip_suffix(']').unwrap_or(inner);
+        // No zone IDs ("%25eth0"): `TcpStream::connect` would hand them to
+        // the resolver, and a peer is never reached through a link-local
+        // address anyway.
+        return match inner.parse::<Ipv6Addr>() {
+            Ok(_) => Ok(inner),
+            Err(_) => Err(format!(
+                "has {host:?} in brackets, which is not an IPv6 address"
+            )),
+        };
+    }
+    if host.is_empty() {
+        return Err("has an empty host".into());
+    }
+    if let Some(c) = host
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')))
+    {
+        return Err(format!(
+            "has {c:?} in host {host:?}; a host name has only letters, digits, '-', '_' and '.'"
+        ));
+    }
+    // As in the WHATWG URL standard: a numeric last label means an IPv4
+    // address was meant, and the resolver would read "10.0.2" or "167772162"
+    // as some other address rather than fail.
+    let last = host.trim_end_matches('.').rsplit('.').next().unwrap_or("");
+    if !last.is_empty()
+        && last.chars().all(|c| c.is_ascii_digit())
+        && host.parse::<Ipv4Addr>().is_err()
+    {
+        return Err(format!(
+            "has host {host:?}, which looks like an IPv4 address but is not one (a.b.c.d, \
+             each 0-255)"
+        ));
+    }
+    Ok(host)
+}
+
+/// `after_host` is what follows the host in the authority: nothing or
+/// ":digits". `Uri` lets through "host:", "host:+80", "host:x" and
+/// "[::1]junk:80" with no port or the wrong one.
+fn port(after_host: &str, https: bool) -> Result<u16, String> {
+    let Some(digits) = after_host.strip_prefix(':') else {
+        return match after_host {
+            "" => Ok(if https { 443 } else { 80 }),
+            junk => Err(format!(
+                "has {junk:?} after the host; only \":port\" may follow it"
+            )),
+        };
+    };
+    if digits.is_empty() {
+        return Err("has \":\" but no port after it; give a port or leave out the \":\"".into());
+    }
+    if !digits.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!("has port {digits:?}, which is not a number"));
+    }
+    match digits.parse::<u16>() {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(format!("has port {digits}; a port is 1-65535")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::convert::Infallible;
+    use std::time::Duration;
+
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    use hyper::server::conn::http1;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+
     use super::*;
+    use crate::client::Client;
 
     #[test]
     fn parses_what_the_agent_needs() {
@@ -112,5 +276,242 @@ mod tests {
         ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    enum Want {
+        /// https, host, port, path
+        Parsed(bool, &'static str, u16, &'static str),
+        /// A phrase the error must contain.
+        Rejected(&'static str),
+    }
+    use Want::{Parsed, Rejected};
+
+    const CASES: &[(&str, Want)] = &[
+        // What the agent is configured with.
+        ("http://10.0.0.2:8790", Parsed(false, "10.0.0.2", 8790, "/")),
+        (
+            "http://127.0.0.1:20241/ready",
+            Parsed(false, "127.0.0.1", 20241, "/ready"),
+        ),
+        (
+            "https://www.cloudflare.com/cdn-cgi/trace",
+            Parsed(true, "www.cloudflare.com", 443, "/cdn-cgi/trace"),
+        ),
+        (
+            "http://peer-b.lan_1:8790",
+            Parsed(false, "peer-b.lan_1", 8790, "/"),
+        ),
+        // Missing port: the scheme's default.
+        ("http://10.0.0.2", Parsed(false, "10.0.0.2", 80, "/")),
+        ("https://example.com", Parsed(true, "example.com", 443, "/")),
+        (
+            "https://example.com:8443",
+            Parsed(true, "example.com", 8443, "/"),
+        ),
+        ("http://h:65535", Parsed(false, "h", 65535, "/")),
+        // Scheme is case-insensitive.
+        ("HTTP://10.0.0.2:8790", Parsed(false, "10.0.0.2", 8790, "/")),
+        (
+            "HtTpS://Example.COM/x",
+            Parsed(true, "Example.COM", 443, "/x"),
+        ),
+        // Paths as written; trailing slash kept.
+        (
+            "http://10.0.0.2:8790/",
+            Parsed(false, "10.0.0.2", 8790, "/"),
+        ),
+        (
+            "http://10.0.0.2:8790/agent/",
+            Parsed(false, "10.0.0.2", 8790, "/agent/"),
+        ),
+        ("http://h/a/b/c", Parsed(false, "h", 80, "/a/b/c")),
+        ("http://h/a%20b/%2F", Parsed(false, "h", 80, "/a%20b/%2F")),
+        ("http://h//x", Parsed(false, "h", 80, "//x")),
+        // IPv6 literals, stored without brackets.
+        ("http://[::1]:8790", Parsed(false, "::1", 8790, "/")),
+        ("http://[::1]", Parsed(false, "::1", 80, "/")),
+        (
+            "http://[fe80::1]/ready",
+            Parsed(false, "fe80::1", 80, "/ready"),
+        ),
+        (
+            "https://[2001:db8::2]:8443/x",
+            Parsed(true, "2001:db8::2", 8443, "/x"),
+        ),
+        (
+            "http://[::ffff:10.0.0.2]:8790",
+            Parsed(false, "::ffff:10.0.0.2", 8790, "/"),
+        ),
+        (
+            "http://::1:8790",
+            Rejected("an IPv6 address goes in brackets"),
+        ),
+        ("http://[notv6]:8790", Rejected("not an IPv6 address")),
+        (
+            "http://[fe80::1%25eth0]:8790",
+            Rejected("not an IPv6 address"),
+        ),
+        ("http://[::1:8790", Rejected("not a valid URL")),
+        ("http://[::1]x:8790", Rejected("only \":port\" may follow")),
+        // Whitespace anywhere, never trimmed.
+        (
+            "http://10.0.0.2 :8790",
+            Rejected("contains whitespace (' ')"),
+        ),
+        (" http://10.0.0.2:8790", Rejected("contains whitespace")),
+        ("http://10.0.0.2:8790 ", Rejected("contains whitespace")),
+        (
+            "http://10.0.0.2:8790\n",
+            Rejected("contains whitespace ('\\n')"),
+        ),
+        ("http://h/a b", Rejected("contains whitespace")),
+        ("http://h:8790/\t", Rejected("contains whitespace ('\\t')")),
+        // Query and fragment.
+        ("http://host?x=1", Rejected("has a query (\"?x=1\")")),
+        ("http://h:8790/ready?x=1", Rejected("has a query")),
+        ("http://h/?", Rejected("has a query")),
+        ("http://h/#top", Rejected("has a fragment (\"#top\")")),
+        ("http://h#", Rejected("has a fragment")),
+        // User info.
+        ("http://u:p@h/", Rejected("carries user info")),
+        ("http://user@10.0.0.2:8790", Rejected("carries user info")),
+        ("http://@h/", Rejected("carries user info")),
+        // Schemes.
+        ("ftp://x", Rejected("scheme \"ftp\"; only http and https")),
+        ("ws://10.0.0.2:8790", Rejected("scheme \"ws\"")),
+        ("file:///etc/passwd", Rejected("scheme \"file\"")),
+        ("//host:8790", Rejected("has no scheme")),
+        ("://host", Rejected("has no scheme")),
+        ("10.0.0.2:8790", Rejected("has no scheme")),
+        ("http:/h", Rejected("lacks \"//\" after \"http:\"")),
+        ("HTTPS:h", Rejected("lacks \"//\" after \"HTTPS:\"")),
+        ("localhost:8790", Rejected("has no scheme")),
+        ("", Rejected("has no scheme")),
+        // Hosts.
+        ("http://", Rejected("has no host")),
+        ("http:///ready", Rejected("has no host")),
+        ("http://:80/", Rejected("empty host")),
+        ("http://10.0.0.2,8790", Rejected("',' in host")),
+        ("http://h!/", Rejected("'!' in host")),
+        ("http://10.0.2:8790", Rejected("looks like an IPv4 address")),
+        ("http://10.0.0.256", Rejected("looks like an IPv4 address")),
+        ("http://167772162", Rejected("looks like an IPv4 address")),
+        ("http://ho%41st", Rejected("not a valid URL")),
+        // Ports.
+        ("http://h:0", Rejected("port 0; a port is 1-65535")),
+        ("http://h:65536", Rejected("port 65536; a port is 1-65535")),
+        ("http://h:99999999999/", Rejected("a port is 1-65535")),
+        ("http://a:b/", Rejected("port \"b\", which is not a number")),
+        ("http://h:+80", Rejected("not a number")),
+        ("http://h:-1", Rejected("not a number")),
+        ("http://h:/", Rejected("no port after it")),
+        ("http://h:8790:1", Rejected("more than one ':'")),
+    ];
+
+    #[test]
+    fn accepts_and_rejects_as_the_table_says() {
+        for (input, want) in CASES {
+            let got = Url::parse(input);
+            match (want, &got) {
+                (Parsed(https, host, port, path), Ok(u)) => assert_eq!(
+                    (u.https, u.host.as_str(), u.port, u.path.as_str()),
+                    (*https, *host, *port, *path),
+                    "{input:?}"
+                ),
+                (Rejected(phrase), Err(e)) => {
+                    assert!(e.contains(phrase), "{input:?}: {e:?} lacks {phrase:?}");
+                    assert!(e.contains("expected http://"), "{input:?}: {e:?}");
+                }
+                _ => panic!("{input:?}: got {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_accepted_url_renders_to_text_that_parses_back_to_it() {
+        for (input, _) in CASES {
+            if let Ok(u) = Url::parse(input) {
+                assert_eq!(
+                    Url::parse(&u.to_string()),
+                    Ok(u.clone()),
+                    "{input:?} -> {u}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ipv6_gets_its_brackets_back_on_the_wire() {
+        for (input, shown, host_header) in [
+            ("http://[::1]:8790", "http://[::1]:8790/", "[::1]:8790"),
+            (
+                "http://[fe80::1]/ready",
+                "http://[fe80::1]/ready",
+                "[fe80::1]",
+            ),
+            (
+                "https://[2001:db8::2]:443/",
+                "https://[2001:db8::2]/",
+                "[2001:db8::2]",
+            ),
+            ("http://10.0.0.2:80/", "http://10.0.0.2/", "10.0.0.2"),
+        ] {
+            let u = Url::parse(input).unwrap();
+            assert_eq!(
+                (u.to_string().as_str(), u.host_header().as_str()),
+                (shown, host_header)
+            );
+        }
+        let relay = Url::parse("http://[fd00::2]:8790/")
+            .unwrap()
+            .with_path("/connector/ready");
+        assert_eq!(relay.to_string(), "http://[fd00::2]:8790/connector/ready");
+    }
+
+    #[test]
+    fn the_password_in_rejected_user_info_is_not_echoed() {
+        let e = Url::parse("http://admin:hunter2@10.0.0.2:8790/x").unwrap_err();
+        assert!(!e.contains("hunter2") && !e.contains("admin"), "{e}");
+        assert!(e.contains("\"http://***@10.0.0.2:8790/x\""), "{e}");
+    }
+
+    /// End to end through the agent's own client: connect to a bracketless
+    /// host, send a bracketed Host header.
+    #[tokio::test]
+    async fn an_ipv6_url_reaches_a_server_on_ipv6_loopback() {
+        let listener = match tokio::net::TcpListener::bind("[::1]:0").await {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("skipped: no IPv6 loopback here ({e})");
+                return;
+            }
+        };
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let service = service_fn(
+                |request: hyper::Request<hyper::body::Incoming>| async move {
+                    let host = request.headers().get("host").cloned();
+                    let seen = format!("{} {:?}", request.uri(), host);
+                    Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(seen))))
+                },
+            );
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+        let url = Url::parse(&format!("http://[::1]:{port}/agent/"))
+            .unwrap()
+            .with_path("/connector/ready");
+        let response = Client::new()
+            .unwrap()
+            .get(&url, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(
+            String::from_utf8_lossy(&response.body),
+            format!("/agent/connector/ready Some(\"[::1]:{port}\")")
+        );
     }
 }

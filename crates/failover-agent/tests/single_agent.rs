@@ -79,11 +79,11 @@ fn api_endpoints_and_the_bearer_token() {
     assert_eq!(status, 200);
     let lines: Vec<&str> = metrics.lines().collect();
     for sample in [
-        "failover_agent_connector_running{role=\"standby\"} 0",
-        "failover_agent_maintenance{role=\"standby\"} 0",
-        "failover_agent_peer_misses_total{role=\"standby\"} 0",
-        "failover_agent_takeovers_total{role=\"standby\"} 0",
-        "failover_agent_failbacks_total{role=\"standby\"} 0",
+        "failover_agent_connector_running{role=\"standby\",topology=\"shared-tunnel\"} 0",
+        "failover_agent_maintenance{role=\"standby\",topology=\"shared-tunnel\"} 0",
+        "failover_agent_peer_misses_total{role=\"standby\",topology=\"shared-tunnel\"} 0",
+        "failover_agent_takeovers_total{role=\"standby\",topology=\"shared-tunnel\"} 0",
+        "failover_agent_failbacks_total{role=\"standby\",topology=\"shared-tunnel\"} 0",
     ] {
         assert!(lines.contains(&sample), "{sample} missing in\n{metrics}");
     }
@@ -92,7 +92,7 @@ fn api_endpoints_and_the_bearer_token() {
         "failover_agent_relay_probe_seconds",
         "failover_agent_uptime_seconds",
     ] {
-        let prefix = format!("{name}{{role=\"standby\"}} ");
+        let prefix = format!("{name}{{role=\"standby\",topology=\"shared-tunnel\"}} ");
         let value = lines
             .iter()
             .find_map(|l| l.strip_prefix(&prefix))

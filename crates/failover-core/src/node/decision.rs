@@ -10,35 +10,88 @@ pub enum Decision {
     TakeOver,
     /// Standby: the peer's connector is ready again; stop ours.
     StandDown,
-    /// Primary: our connector is not running and egress is good; serve again.
+    /// Primary, or a node with its own tunnel: our connector is not running,
+    /// egress is proven and the app is up; serve again.
     FailBack,
-    /// The maintenance flag is set and our connector runs: stop it so the
-    /// peer takes over.
+    /// The maintenance flag is set and our connector runs: stop it (in a
+    /// shared tunnel, after the peer's connector is ready).
     Drain,
+    /// Our connector runs but this node cannot serve: its app is down, or
+    /// (tunnel per node) the connector lost its edge connections. Stop it so
+    /// the edge answers 530 and the traffic goes elsewhere.
+    Withdraw,
 }
 
-const TAKE_OVER: [Action; 2] = [Action::StartLocal, Action::AskPeerToStop];
-
-/// One side effect, in the order a [`Decision`] lists them.
+/// One side effect, in the order an [`Outcome`] lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     StartLocal,
     StopLocal,
     /// `POST /failover/stop` to the peer agent, if it answers. Skipped when
-    /// the `StartLocal` before it failed: a node that cannot serve must not
-    /// take the tunnel from one that might.
+    /// an action before it failed: a node that cannot serve must not take
+    /// the tunnel from one that might.
     AskPeerToStop,
+    /// Wait, bounded, until the local connector's `/ready` shows an edge
+    /// connection; on timeout the actions after it are skipped.
+    AwaitLocalReady,
+    /// `POST /failover/handover` to the peer agent: start your connector, I
+    /// am about to stop mine.
+    HandOverToPeer,
+    /// Wait, bounded, until the peer's connector is ready. On timeout the
+    /// actions after it run anyway, with a loud log: a planned stop that
+    /// waits forever is no longer planned.
+    AwaitPeerReady,
+}
+
+/// Start before asking the peer to stop: the tunnel is better served twice
+/// for a moment than not at all.
+const TAKE_OVER: [Action; 2] = [Action::StartLocal, Action::AskPeerToStop];
+const RETRY_START: [Action; 1] = [Action::StartLocal];
+/// Make before break: the standby stops once ours is ready, not at its next
+/// poll (which left both connectors serving for up to a poll interval).
+const FAIL_BACK_SHARED: [Action; 3] = [
+    Action::StartLocal,
+    Action::AwaitLocalReady,
+    Action::AskPeerToStop,
+];
+/// Make before break: the peer's connector is ready before ours stops.
+const HAND_OVER: [Action; 3] = [
+    Action::HandOverToPeer,
+    Action::AwaitPeerReady,
+    Action::StopLocal,
+];
+const STOP: [Action; 1] = [Action::StopLocal];
+
+/// Whether the node has a peer to hand the tunnel to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// Two nodes share one tunnel; exactly one connector serves.
+    SharedTunnel,
+    /// Each node has its own tunnel; the Worker chooses between them.
+    TunnelPerNode,
+}
+
+impl Topology {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topology::SharedTunnel => "shared-tunnel",
+            Topology::TunnelPerNode => "tunnel-per-node",
+        }
+    }
 }
 
 impl Decision {
-    /// Start before asking the peer to stop: the tunnel is better served
-    /// twice for a moment than not at all.
-    pub fn actions(self) -> &'static [Action] {
+    /// The side effects of a decision in a topology.
+    pub fn actions(self, topology: Topology) -> &'static [Action] {
+        let shared = topology == Topology::SharedTunnel;
         match self {
             Decision::Hold => &[],
             Decision::TakeOver => &TAKE_OVER,
-            Decision::StandDown | Decision::Drain => &[Action::StopLocal],
-            Decision::FailBack => &[Action::StartLocal],
+            Decision::StandDown => &STOP,
+            Decision::FailBack if shared => &FAIL_BACK_SHARED,
+            Decision::FailBack => &RETRY_START,
+            Decision::Drain | Decision::Withdraw if shared => &HAND_OVER,
+            Decision::Drain | Decision::Withdraw => &STOP,
         }
     }
 
@@ -49,14 +102,13 @@ impl Decision {
             Decision::StandDown => "stand-down",
             Decision::FailBack => "fail-back",
             Decision::Drain => "drain",
+            Decision::Withdraw => "withdraw",
         }
     }
 }
 
 /// A decision, the one-line reason the agent logs with it, and the side
-/// effects to carry out. The actions are usually [`Decision::actions`]; a
-/// take-over that only retries a failed local start omits asking the peer
-/// again (see [`Outcome::retry_start`]).
+/// effects to carry out, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     pub decision: Decision,
@@ -65,16 +117,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn new(decision: Decision, why: impl Into<String>) -> Self {
+    pub fn new(decision: Decision, topology: Topology, why: impl Into<String>) -> Self {
         Outcome {
             decision,
             why: why.into(),
-            actions: decision.actions(),
+            actions: decision.actions(topology),
         }
     }
 
     pub fn hold(why: impl Into<String>) -> Self {
-        Outcome::new(Decision::Hold, why)
+        Outcome {
+            decision: Decision::Hold,
+            why: why.into(),
+            actions: &[],
+        }
     }
 
     /// A repeated take-over within one episode: the peer was asked to stand
@@ -83,7 +139,7 @@ impl Outcome {
         Outcome {
             decision,
             why: why.into(),
-            actions: &[Action::StartLocal],
+            actions: &RETRY_START,
         }
     }
 

@@ -1,21 +1,29 @@
 //! [`Node`]: one node's decisions, whichever role it plays. The standby runs
-//! the peer-watch clock, the primary the fail-back clock; both obey the
-//! maintenance flag. Each `observe_*` call takes one observation and returns
-//! the [`Outcome`] to carry out.
+//! the peer-watch clock, the primary the fail-back clock, a node with its own
+//! tunnel the fail-back clock and a watch on its own connector; all obey the
+//! maintenance flag and, when configured, their app's health. Each
+//! `observe_*` call takes one observation and returns the [`Outcome`] to
+//! carry out; [`Node::next_due_ms`] and [`Node::take_due`] say when to look
+//! at what.
 
-use super::decision::{Action, Decision, Outcome};
+use super::app::{AppState, AppTiming, AppWatch};
+use super::decision::{Decision, Outcome, Topology};
 use super::failback::FailBack;
 use super::maintenance::Maintenance;
 use super::peer_watch::PeerWatch;
-use super::readiness::PeerView;
+use super::readiness::{PeerView, Readiness};
+use super::schedule::{Check, Schedule};
 use super::timing::Timing;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
-    /// Serves whenever it can: fails back on its own clock.
+    /// Shared tunnel: serves whenever it can; fails back on its own clock.
     Primary,
-    /// Serves only while the primary's connector does not.
+    /// Shared tunnel: serves only while the primary's connector does not.
     Standby,
+    /// Tunnel per node: this node's own tunnel, no peer; serves whenever its
+    /// app, its uplink and the flag allow.
+    Node,
 }
 
 impl Role {
@@ -23,6 +31,39 @@ impl Role {
         match self {
             Role::Primary => "primary",
             Role::Standby => "standby",
+            Role::Node => "node",
+        }
+    }
+
+    pub fn topology(self) -> Topology {
+        match self {
+            Role::Node => Topology::TunnelPerNode,
+            Role::Primary | Role::Standby => Topology::SharedTunnel,
+        }
+    }
+
+    fn fails_back(self) -> bool {
+        matches!(self, Role::Primary | Role::Node)
+    }
+}
+
+/// Why a handover from the peer is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandoverRefused {
+    /// A node with its own tunnel has no peer to take over from.
+    NoSharedTunnel,
+    /// This node's maintenance flag is set.
+    Maintenance,
+    /// This node's app is down: serving would answer 502s.
+    AppDown,
+}
+
+impl HandoverRefused {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandoverRefused::NoSharedTunnel => "this node has its own tunnel (tunnel-per-node)",
+            HandoverRefused::Maintenance => "this node's maintenance flag is set",
+            HandoverRefused::AppDown => "this node's app is down",
         }
     }
 }
@@ -33,7 +74,13 @@ pub struct Snapshot {
     pub role: Role,
     /// `None` until the local connector was looked at once.
     pub local_running: Option<bool>,
+    /// Tunnel per node: the last look at our connector's `/ready`.
+    pub local_ready: Option<bool>,
     pub maintenance: bool,
+    pub maintenance_since_ms: Option<u64>,
+    /// `None` without an `[app]` section.
+    pub app: Option<AppState>,
+    pub app_last: Option<String>,
     pub last_decision: Decision,
     pub last_why: String,
     pub last_transition_ms: Option<u64>,
@@ -41,6 +88,7 @@ pub struct Snapshot {
     pub standdowns: u64,
     pub failbacks: u64,
     pub drains: u64,
+    pub withdrawals: u64,
     pub peer_misses_in_a_row: u32,
     pub peer_misses_total: u64,
     pub egress_good_in_a_row: u32,
@@ -50,16 +98,29 @@ pub struct Snapshot {
 #[derive(Clone, Debug)]
 pub struct Node {
     role: Role,
+    timing: Timing,
+    schedule: Schedule,
     local_running: Option<bool>,
+    /// Standby: the peer's connector.
     peer: PeerWatch,
+    /// Tunnel per node: our own connector's readiness, while it runs. Not
+    /// ready for `takeover_after` looks = the uplink is gone.
+    own: PeerWatch,
+    local_ready: Option<bool>,
     failback: FailBack,
     maintenance: Maintenance,
+    app: Option<AppWatch>,
+    /// The peer handed the tunnel to us and is about to stop: its connector
+    /// still looks ready for a moment, which must not make us stand down.
+    /// Until the peer is seen not ready once, or this time passes.
+    peer_leaving_until_ms: Option<u64>,
     last: Outcome,
     last_transition_ms: Option<u64>,
     takeovers: u64,
     standdowns: u64,
     failbacks: u64,
     drains: u64,
+    withdrawals: u64,
     /// This take-over episode already asked the peer to stand down.
     asked_peer: bool,
     /// An operator started the connector through the API while the
@@ -68,19 +129,46 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(role: Role, timing: Timing) -> Self {
+    /// A node whose agent starts at `start_ms`. The standby's first look
+    /// waits one poll interval: after a joint boot the primary gets its head
+    /// start, and the standby needs several misses anyway.
+    pub fn new(role: Role, timing: Timing, app: Option<AppTiming>, start_ms: u64) -> Self {
+        let poll = timing.poll_interval_ms;
+        let mut schedule = Schedule::default();
+        if let Some(app) = app {
+            schedule = schedule.every(Check::App, app.interval_ms, start_ms);
+        }
+        schedule = match role {
+            Role::Standby => schedule.every(Check::Local, poll, start_ms + poll).every(
+                Check::Peer,
+                poll,
+                start_ms + poll,
+            ),
+            Role::Primary | Role::Node => schedule.every(Check::Local, poll, start_ms).every(
+                Check::Egress,
+                timing.failback_interval_ms,
+                start_ms,
+            ),
+        };
         Node {
             role,
+            timing,
+            schedule,
             local_running: None,
             peer: PeerWatch::new(&timing),
+            own: PeerWatch::new(&timing),
+            local_ready: None,
             failback: FailBack::new(&timing),
             maintenance: Maintenance::default(),
+            app: app.map(AppWatch::new),
+            peer_leaving_until_ms: None,
             last: Outcome::hold("starting"),
             last_transition_ms: None,
             takeovers: 0,
             standdowns: 0,
             failbacks: 0,
             drains: 0,
+            withdrawals: 0,
             asked_peer: false,
             operator_started: false,
         }
@@ -90,15 +178,49 @@ impl Node {
         self.role
     }
 
-    /// Only the standby looks at the peer: the primary's way back is its own
-    /// egress, never the standby's state.
-    pub fn wants_peer_check(&self) -> bool {
-        self.role == Role::Standby
+    pub fn timing(&self) -> Timing {
+        self.timing
     }
 
-    /// The primary checks egress on every fail-back tick unless flagged.
-    pub fn wants_egress_check(&self) -> bool {
-        self.role == Role::Primary && !self.maintenance.is_on()
+    /// When the driver should next call [`Node::take_due`].
+    pub fn next_due_ms(&self) -> u64 {
+        self.schedule.next_due_ms()
+    }
+
+    /// The checks to run now, in order. Egress is not checked under the
+    /// maintenance flag: nothing would come of it.
+    pub fn take_due(&mut self, now_ms: u64) -> Vec<Check> {
+        let mut due = self.schedule.take_due(now_ms);
+        if self.maintenance.is_on() {
+            due.retain(|c| *c != Check::Egress);
+        }
+        due
+    }
+
+    /// Tunnel per node: look at our connector's `/ready` while it runs (the
+    /// only sign of a lost uplink that watches the thing serving traffic).
+    pub fn wants_local_readiness(&self) -> bool {
+        self.role == Role::Node && self.local_running == Some(true)
+    }
+
+    /// The local app's check; `problem` is `None` when it was healthy.
+    pub fn observe_app(&mut self, now_ms: u64, problem: Option<&str>) -> Outcome {
+        let Some(app) = &mut self.app else {
+            return Outcome::hold("no [app] configured");
+        };
+        let before = app.state();
+        app.observe(problem);
+        let after = app.state();
+        let hold = if before != after {
+            format!(
+                "app {} ({})",
+                after.as_str(),
+                app.last().unwrap_or("no check yet")
+            )
+        } else {
+            self.last.why.clone()
+        };
+        self.decide(now_ms, hold)
     }
 
     /// The local connector's process state (systemd `is-active`, or the
@@ -106,6 +228,9 @@ impl Node {
     pub fn observe_local(&mut self, now_ms: u64, running: bool) -> Outcome {
         let changed = self.local_running != Some(running);
         self.local_running = Some(running);
+        if !running {
+            self.local_ready = None;
+        }
         let state = if running { "running" } else { "not running" };
         let hold = if changed {
             format!("local connector {state}")
@@ -115,12 +240,41 @@ impl Node {
         self.decide(now_ms, hold)
     }
 
+    /// Tunnel per node: one look at our own running connector's `/ready`.
+    pub fn observe_local_ready(&mut self, now_ms: u64, readiness: &Readiness) -> Outcome {
+        if !self.wants_local_readiness() {
+            return self.decide(now_ms, self.last.why.clone());
+        }
+        let ready = readiness.is_ready();
+        let changed = self.local_ready != Some(ready);
+        self.local_ready = Some(ready);
+        self.own.observe(&PeerView::relayed(readiness.clone()));
+        let hold = if ready && changed {
+            format!("local connector {}", readiness.describe())
+        } else if !ready {
+            format!(
+                "local connector not ready {}/{} ({})",
+                self.own.misses_in_a_row(),
+                self.own.takeover_after(),
+                readiness.describe()
+            )
+        } else {
+            self.last.why.clone()
+        };
+        self.decide(now_ms, hold)
+    }
+
     /// One look at the peer's connector (standby only; ignored otherwise).
     pub fn observe_peer(&mut self, now_ms: u64, view: &PeerView) -> Outcome {
         if self.role != Role::Standby {
-            return Outcome::hold("the primary does not watch its peer");
+            return Outcome::hold("only the standby watches its peer");
         }
         self.peer.observe(view);
+        if !view.is_ready() {
+            // The leaving peer has stopped: its next ready look is a real
+            // return.
+            self.peer_leaving_until_ms = None;
+        }
         let hold = if view.is_ready() {
             format!("peer connector {}", view.describe())
         } else {
@@ -134,9 +288,9 @@ impl Node {
         self.decide(now_ms, hold)
     }
 
-    /// One egress check (primary only; ignored otherwise).
+    /// One egress check (primary and tunnel per node; ignored otherwise).
     pub fn observe_egress(&mut self, now_ms: u64, good: bool) -> Outcome {
-        if self.role != Role::Primary {
+        if !self.role.fails_back() {
             return Outcome::hold("the standby does not fail back");
         }
         self.failback.observe(good);
@@ -165,7 +319,7 @@ impl Node {
             )
         } else {
             let hold = match self.role {
-                Role::Primary => format!(
+                Role::Primary | Role::Node => format!(
                     "maintenance flag removed: fail-back after {} good egress check(s)",
                     self.failback.required()
                 ),
@@ -185,8 +339,16 @@ impl Node {
     pub fn peer_ordered_stop(&mut self, now_ms: u64) {
         let was_running = self.local_running == Some(true);
         self.local_running = Some(false);
+        self.local_ready = None;
         self.operator_started = false;
-        if self.role == Role::Primary {
+        self.peer_leaving_until_ms = None;
+        if self.role == Role::Standby {
+            // Only a serving primary asks (after its own connector became
+            // ready), or an operator who means it: a take-over now would
+            // undo the fail-back before our next look at the peer.
+            self.peer.presume_serving();
+        }
+        if self.role.fails_back() {
             self.failback.peer_ordered_stop(now_ms, was_running);
             self.last = Outcome::hold(format!(
                 "stopped on request: fail-back after {} good egress check(s)",
@@ -200,7 +362,7 @@ impl Node {
     /// override: the node does not drain it again until the flag next
     /// changes.
     pub fn operator_started(&mut self) {
-        self.local_running = Some(true);
+        self.started_now();
         if self.maintenance.is_on() {
             self.operator_started = true;
             self.last = Outcome::hold(
@@ -209,11 +371,41 @@ impl Node {
         }
     }
 
+    /// Whether this node takes the tunnel when its peer hands it over.
+    pub fn accepts_handover(&self) -> Result<(), HandoverRefused> {
+        if self.role == Role::Node {
+            Err(HandoverRefused::NoSharedTunnel)
+        } else if self.maintenance.is_on() {
+            Err(HandoverRefused::Maintenance)
+        } else if self.app_state() == Some(AppState::Down) {
+            Err(HandoverRefused::AppDown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The peer handed the tunnel over (`POST /failover/handover`) and our
+    /// connector was started: serve, and do not stand down because the
+    /// leaving peer still looks ready until it has been seen not ready, or
+    /// until `until_ms` (its stop failed: it serves, we may stand down).
+    pub fn handover_received(&mut self, now_ms: u64, until_ms: u64) {
+        self.started_now();
+        self.last_transition_ms = Some(now_ms);
+        if self.role == Role::Standby {
+            self.peer_leaving_until_ms = Some(until_ms);
+        }
+        self.last = Outcome::hold("serving: the peer handed the tunnel over");
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             role: self.role,
             local_running: self.local_running,
+            local_ready: self.local_ready,
             maintenance: self.maintenance.is_on(),
+            maintenance_since_ms: self.maintenance.since_ms(),
+            app: self.app_state(),
+            app_last: self.app.as_ref().and_then(|a| a.last().map(str::to_string)),
             last_decision: self.last.decision,
             last_why: self.last.why.clone(),
             last_transition_ms: self.last_transition_ms,
@@ -221,6 +413,7 @@ impl Node {
             standdowns: self.standdowns,
             failbacks: self.failbacks,
             drains: self.drains,
+            withdrawals: self.withdrawals,
             peer_misses_in_a_row: self.peer.misses_in_a_row(),
             peer_misses_total: self.peer.misses_total(),
             egress_good_in_a_row: self.failback.good_in_a_row(),
@@ -228,12 +421,33 @@ impl Node {
         }
     }
 
+    fn app_state(&self) -> Option<AppState> {
+        self.app.as_ref().map(AppWatch::state)
+    }
+
+    /// The app allows serving: none configured, or proven up.
+    fn app_allows_serving(&self) -> bool {
+        self.app.as_ref().is_none_or(|a| a.state() == AppState::Up)
+    }
+
+    /// Our connector was just started: its readiness is watched afresh.
+    fn started_now(&mut self) {
+        self.local_running = Some(true);
+        self.local_ready = None;
+        self.own = PeerWatch::new(&self.timing);
+    }
+
+    fn peer_leaving(&self, now_ms: u64) -> bool {
+        self.peer_leaving_until_ms
+            .is_some_and(|until| now_ms < until)
+    }
+
     fn decide(&mut self, now_ms: u64, hold_why: String) -> Outcome {
         if !self.peer.peer_is_down() {
             // The take-over episode ends once the peer is seen ready again.
             self.asked_peer = false;
         }
-        let outcome = self.rule(hold_why);
+        let outcome = self.rule(now_ms, hold_why);
         if !outcome.is_hold() {
             self.carry_out(now_ms, &outcome);
         }
@@ -241,19 +455,57 @@ impl Node {
         outcome
     }
 
-    fn rule(&self, hold_why: String) -> Outcome {
+    fn rule(&self, now_ms: u64, hold_why: String) -> Outcome {
+        let topology = self.role.topology();
         let running = self.local_running;
         if self.maintenance.is_on() {
             if running == Some(true) && !self.operator_started {
-                return Outcome::new(
-                    Decision::Drain,
-                    "maintenance flag set: stopping the local connector so the peer takes over",
-                );
+                let why = match topology {
+                    Topology::SharedTunnel => {
+                        "maintenance flag set: handing the tunnel to the peer, then stopping the \
+                         local connector"
+                    }
+                    Topology::TunnelPerNode => {
+                        "maintenance flag set: stopping the local connector so the edge sends \
+                         traffic to the other tunnel"
+                    }
+                };
+                return Outcome::new(Decision::Drain, topology, why);
             }
             return Outcome::hold(hold_why);
         }
+        if running == Some(true) {
+            if let Some(app) = self.app.as_ref().filter(|a| a.state() == AppState::Down) {
+                return Outcome::new(
+                    Decision::Withdraw,
+                    topology,
+                    format!(
+                        "app down: {} failed check(s) in a row (last: {}): stopping the local \
+                         connector",
+                        app.bad_in_a_row().max(1),
+                        app.last().unwrap_or("none")
+                    ),
+                );
+            }
+            if self.role == Role::Node && self.own.peer_is_down() {
+                return Outcome::new(
+                    Decision::Withdraw,
+                    topology,
+                    format!(
+                        "local connector running but not ready for {} look(s) in a row (last: \
+                         {}): uplink lost, stopping it until egress is proven again",
+                        self.own.misses_in_a_row(),
+                        self.own.last().unwrap_or("none")
+                    ),
+                );
+            }
+        }
         match self.role {
-            Role::Standby if running == Some(false) && self.peer.peer_is_down() => {
+            Role::Standby
+                if running == Some(false)
+                    && self.peer.peer_is_down()
+                    && self.app_allows_serving() =>
+            {
                 let missed = format!(
                     "peer connector missed {} check(s) in a row (last: {})",
                     self.peer.misses_in_a_row(),
@@ -270,6 +522,7 @@ impl Node {
                 } else {
                     Outcome::new(
                         Decision::TakeOver,
+                        topology,
                         format!(
                             "{missed}: starting the local connector and asking the peer to \
                              stand down"
@@ -277,20 +530,37 @@ impl Node {
                     )
                 }
             }
-            Role::Standby if running == Some(true) && self.peer.peer_serves() => Outcome::new(
-                Decision::StandDown,
-                format!(
-                    "peer connector ready for {} check(s) in a row (last: {}): stopping the local \
-                     connector",
-                    self.peer.ready_in_a_row(),
-                    self.peer.last().unwrap_or("none")
-                ),
-            ),
-            Role::Primary if running == Some(false) && self.failback.egress_proven() => {
+            Role::Standby
+                if running == Some(true)
+                    && self.peer.peer_serves()
+                    && !self.peer_leaving(now_ms) =>
+            {
+                Outcome::new(
+                    Decision::StandDown,
+                    topology,
+                    format!(
+                        "peer connector ready for {} check(s) in a row (last: {}): stopping the \
+                         local connector",
+                        self.peer.ready_in_a_row(),
+                        self.peer.last().unwrap_or("none")
+                    ),
+                )
+            }
+            Role::Primary | Role::Node
+                if running == Some(false)
+                    && self.failback.egress_proven()
+                    && self.app_allows_serving() =>
+            {
+                let app = if self.app.is_some() {
+                    " and app up"
+                } else {
+                    ""
+                };
                 Outcome::new(
                     Decision::FailBack,
+                    topology,
                     format!(
-                        "local connector not running and egress good for {} check(s) in a row: \
+                        "local connector not running, egress good for {} check(s) in a row{app}: \
                          starting the local connector",
                         self.failback.good_in_a_row()
                     ),
@@ -310,11 +580,14 @@ impl Node {
             Decision::TakeOver => {
                 // One take-over episode asks the peer once and counts once;
                 // a retried start is part of the same episode.
-                if outcome.actions.contains(&Action::AskPeerToStop) {
+                if outcome
+                    .actions
+                    .contains(&super::decision::Action::AskPeerToStop)
+                {
                     self.takeovers += 1;
                     self.asked_peer = true;
                 }
-                self.local_running = Some(true);
+                self.started_now();
             }
             Decision::StandDown => {
                 self.standdowns += 1;
@@ -323,11 +596,22 @@ impl Node {
             Decision::FailBack => {
                 self.failbacks += 1;
                 self.failback.record_failback(now_ms);
-                self.local_running = Some(true);
+                self.started_now();
             }
             Decision::Drain => {
                 self.drains += 1;
                 self.local_running = Some(false);
+            }
+            Decision::Withdraw => {
+                self.withdrawals += 1;
+                // A lost uplink soon after a fail-back is the link flapping:
+                // the next fail-back needs a longer proof, as after a
+                // take-over. A dead app says nothing about the link.
+                if self.own.peer_is_down() && self.role == Role::Node {
+                    self.failback.peer_ordered_stop(now_ms, true);
+                }
+                self.local_running = Some(false);
+                self.local_ready = None;
             }
         }
     }
@@ -336,7 +620,7 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::readiness::Readiness;
+    use crate::node::decision::Action;
 
     fn ready() -> PeerView {
         PeerView::relayed(Readiness::Ready { connections: 4 })
@@ -350,7 +634,7 @@ mod tests {
 
     #[test]
     fn standby_takes_over_on_the_third_miss_then_stands_down_on_one_ready() {
-        let mut n = Node::new(Role::Standby, Timing::default());
+        let mut n = Node::new(Role::Standby, Timing::default(), None, 0);
         n.observe_local(0, false);
         assert!(n.observe_peer(1, &miss()).is_hold());
         assert!(n.observe_peer(2, &miss()).is_hold());
@@ -363,7 +647,7 @@ mod tests {
 
     #[test]
     fn standby_does_not_take_over_before_it_knows_its_own_connector_state() {
-        let mut n = Node::new(Role::Standby, Timing::default());
+        let mut n = Node::new(Role::Standby, Timing::default(), None, 0);
         for t in 0..5 {
             assert!(n.observe_peer(t, &miss()).is_hold());
         }
@@ -372,7 +656,7 @@ mod tests {
 
     #[test]
     fn primary_fails_back_after_two_good_checks_and_restarts_a_bare_stop_at_once() {
-        let mut n = Node::new(Role::Primary, Timing::default());
+        let mut n = Node::new(Role::Primary, Timing::default(), None, 0);
         n.observe_local(0, false);
         assert!(n.observe_egress(1, true).is_hold());
         assert_eq!(n.observe_egress(2, true).decision, Decision::FailBack);
@@ -388,7 +672,7 @@ mod tests {
 
     #[test]
     fn a_stop_ordered_by_the_peer_restarts_the_egress_count() {
-        let mut n = Node::new(Role::Primary, Timing::default());
+        let mut n = Node::new(Role::Primary, Timing::default(), None, 0);
         n.observe_local(0, true);
         n.observe_egress(1, true);
         n.observe_egress(2, true);
@@ -401,7 +685,7 @@ mod tests {
     #[test]
     fn maintenance_drains_and_holds_both_roles() {
         for role in [Role::Primary, Role::Standby] {
-            let mut n = Node::new(role, Timing::default());
+            let mut n = Node::new(role, Timing::default(), None, 0);
             n.observe_local(0, true);
             assert_eq!(n.set_maintenance(1, true).decision, Decision::Drain);
             for t in 2..10 {
@@ -409,18 +693,18 @@ mod tests {
                 assert!(n.observe_peer(t, &miss()).is_hold());
                 assert!(n.observe_local(t, false).is_hold());
             }
-            assert!(!n.wants_egress_check());
+            assert!(!n.take_due(1_000_000).contains(&Check::Egress));
         }
     }
 
     #[test]
     fn the_primary_ignores_peer_views_and_the_standby_egress() {
-        let mut p = Node::new(Role::Primary, Timing::default());
+        let mut p = Node::new(Role::Primary, Timing::default(), None, 0);
         p.observe_local(0, false);
         for t in 1..10 {
             assert!(p.observe_peer(t, &miss()).is_hold());
         }
-        let mut s = Node::new(Role::Standby, Timing::default());
+        let mut s = Node::new(Role::Standby, Timing::default(), None, 0);
         s.observe_local(0, false);
         for t in 1..10 {
             assert!(s.observe_egress(t, true).is_hold());
@@ -429,7 +713,7 @@ mod tests {
 
     #[test]
     fn a_retried_take_over_asks_the_peer_once_per_episode() {
-        let mut n = Node::new(Role::Standby, Timing::default());
+        let mut n = Node::new(Role::Standby, Timing::default(), None, 0);
         n.observe_local(0, false);
         for t in 1..=3 {
             n.observe_peer(t, &miss());
@@ -450,7 +734,7 @@ mod tests {
 
     #[test]
     fn an_operator_start_under_the_flag_is_not_drained_until_the_flag_changes() {
-        let mut n = Node::new(Role::Primary, Timing::default());
+        let mut n = Node::new(Role::Primary, Timing::default(), None, 0);
         n.observe_local(0, false);
         assert!(n.set_maintenance(1, true).is_hold());
         n.operator_started();

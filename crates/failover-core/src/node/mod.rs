@@ -1,5 +1,6 @@
 //! The node agent's decisions: which of the two nodes runs the Tunnel
-//! connector. Clock-free: every input carries its own timestamp in ms and
+//! connector (shared tunnel), or whether this node's own connector should
+//! run (tunnel per node). Clock-free: every input carries its own timestamp in ms and
 //! every answer is an [`Outcome`] the agent carries out and logs.
 //!
 //! Layout:
@@ -10,21 +11,29 @@
 //! - [`failback`]: the primary's clock: good egress checks lead to fail-back,
 //!   damped so a flapping link cannot hand the tunnel back and forth.
 //! - [`maintenance`]: the operator's flag; a flagged node never serves.
+//! - [`app`]: the node's own app, watched through its health URL.
+//! - [`schedule`]: when each check is next due; the driver sleeps until then.
 //! - [`decision`]: [`Decision`], [`Action`] and [`Outcome`], the answers.
 //! - [`machine`]: [`Node`], which combines the above for one role.
 
+pub mod app;
 pub mod decision;
 pub mod failback;
 pub mod machine;
 pub mod maintenance;
 pub mod peer_watch;
 pub mod readiness;
+pub mod schedule;
 pub mod timing;
 
 #[cfg(test)]
+mod per_node_simulation;
+#[cfg(test)]
 mod simulation;
 
-pub use decision::{Action, Decision, Outcome};
-pub use machine::{Node, Role, Snapshot};
+pub use app::{AppState, AppTiming};
+pub use decision::{Action, Decision, Outcome, Topology};
+pub use machine::{HandoverRefused, Node, Role, Snapshot};
 pub use readiness::{PeerView, Readiness};
+pub use schedule::Check;
 pub use timing::Timing;

@@ -37,6 +37,12 @@ impl PeerWatch {
         self.last = Some(view.describe());
     }
 
+    /// The peer told us it serves (it stopped our connector after its own
+    /// became ready): it is up until it misses `takeover_after` looks again.
+    pub fn presume_serving(&mut self) {
+        self.streak.reset(Verdict::Up);
+    }
+
     /// The peer missed `takeover_after` looks in a row and has not been
     /// ready since.
     pub fn peer_is_down(&self) -> bool {

@@ -1,10 +1,17 @@
-//! Two nodes on a virtual clock: the agents' tick schedules, the peer view
-//! and the connectors are modelled; every decision comes from [`Node`]. These
-//! are the timing claims of the runbook, checked over many clock phases.
+//! Two nodes of a shared tunnel on a virtual clock: the world (hosts, links,
+//! apps, connectors) is modelled; every decision comes from [`Node`], and so
+//! does every node's schedule (the driver in the agent asks the same
+//! [`Node::next_due_ms`] / [`Node::take_due`]). These are the timing claims
+//! of the runbook, checked over many clock phases.
+//!
+//! Left out: the time actions take (a start, a stop, a wait for readiness
+//! happen within the step that decides them) and the agents' restarts.
 
+use super::app::AppTiming;
 use super::decision::{Action, Decision, Outcome};
 use super::machine::{Node, Role};
 use super::readiness::{PeerView, Readiness};
+use super::schedule::Check;
 use super::timing::Timing;
 
 const STEP_MS: u64 = 100;
@@ -16,14 +23,25 @@ enum Who {
     Standby,
 }
 
+impl Who {
+    fn other(self) -> Who {
+        match self {
+            Who::Primary => Who::Standby,
+            Who::Standby => Who::Primary,
+        }
+    }
+}
+
 /// The physical world: what is up, what runs.
 struct World {
     primary_host_up: bool,
     primary_agent_up: bool,
     primary_egress_up: bool,
+    primary_app_up: bool,
     primary_flag: bool,
     primary_connector: bool,
     standby_connector: bool,
+    standby_app_up: bool,
     /// The standby's config names the peer connector's `/ready` directly.
     direct_url: bool,
     /// How the standby's own connector start goes.
@@ -42,51 +60,64 @@ enum StartGoes {
 
 struct Sim {
     t: u64,
-    timing: Timing,
     world: World,
     primary: Node,
     standby: Node,
-    /// Tick phases (first tick) of the primary's polls, its fail-back
-    /// checks and the standby's polls.
-    primary_poll_at: u64,
-    primary_egress_at: u64,
-    standby_poll_at: u64,
     log: Vec<(u64, Who, Decision)>,
     /// `POST /failover/stop` requests the standby sent.
     peer_stops: u32,
+    /// Planned stops that went ahead without the peer ready.
+    stops_without_peer: u32,
+    /// Steps (of `STEP_MS`) with no ready connector, and with two.
+    steps_unserved: u64,
+    steps_both: u64,
 }
 
 impl Sim {
     /// The steady state: the primary serves, both agents have run for a
     /// while. Phases shift the agents' clocks against each other.
     fn steady(timing: Timing, standby_phase: u64, primary_phase: u64) -> Sim {
+        Sim::steady_with_app(timing, None, standby_phase, primary_phase)
+    }
+
+    fn steady_with_app(
+        timing: Timing,
+        app: Option<AppTiming>,
+        standby_phase: u64,
+        primary_phase: u64,
+    ) -> Sim {
         let mut sim = Sim {
             t: 0,
-            timing,
             world: World {
                 primary_host_up: true,
                 primary_agent_up: true,
                 primary_egress_up: true,
+                primary_app_up: true,
                 primary_flag: false,
                 primary_connector: true,
                 standby_connector: false,
+                standby_app_up: true,
                 direct_url: false,
                 standby_start: StartGoes::Works,
             },
-            primary: Node::new(Role::Primary, timing),
-            standby: Node::new(Role::Standby, timing),
-            primary_poll_at: primary_phase % timing.poll_interval_ms,
-            primary_egress_at: primary_phase % timing.failback_interval_ms,
-            standby_poll_at: standby_phase % timing.poll_interval_ms,
+            primary: Node::new(Role::Primary, timing, app, primary_phase),
+            standby: Node::new(Role::Standby, timing, app, standby_phase),
             log: Vec::new(),
             peer_stops: 0,
+            stops_without_peer: 0,
+            steps_unserved: 0,
+            steps_both: 0,
         };
         sim.run_for(5 * MINUTE);
+        let startup_failbacks = sim.count(Who::Primary, Decision::FailBack);
         assert!(
-            sim.log.is_empty(),
+            sim.log.len() == startup_failbacks && startup_failbacks <= 1,
             "steady state made decisions: {:?}",
             sim.log
         );
+        sim.log.clear();
+        sim.steps_unserved = 0;
+        sim.steps_both = 0;
         sim
     }
 
@@ -100,37 +131,87 @@ impl Sim {
         while self.t < end {
             script(&mut self.world, self.t);
             self.step();
+            match (self.ready(Who::Primary), self.ready(Who::Standby)) {
+                (false, false) => self.steps_unserved += 1,
+                (true, true) => self.steps_both += 1,
+                _ => {}
+            }
             self.t += STEP_MS;
         }
     }
 
+    fn agent_alive(&self, who: Who) -> bool {
+        match who {
+            Who::Primary => self.world.primary_host_up && self.world.primary_agent_up,
+            Who::Standby => true,
+        }
+    }
+
+    fn node(&mut self, who: Who) -> &mut Node {
+        match who {
+            Who::Primary => &mut self.primary,
+            Who::Standby => &mut self.standby,
+        }
+    }
+
+    fn connector(&mut self, who: Who) -> &mut bool {
+        match who {
+            Who::Primary => &mut self.world.primary_connector,
+            Who::Standby => &mut self.world.standby_connector,
+        }
+    }
+
+    /// The connector holds edge connections: it serves the tunnel.
+    fn ready(&self, who: Who) -> bool {
+        let w = &self.world;
+        match who {
+            Who::Primary => w.primary_host_up && w.primary_connector && w.primary_egress_up,
+            Who::Standby => w.standby_connector,
+        }
+    }
+
     fn step(&mut self) {
-        let (t, timing) = (self.t, self.timing);
-        let agent_alive = self.world.primary_host_up && self.world.primary_agent_up;
-        if t == self.primary_poll_at {
-            self.primary_poll_at += timing.poll_interval_ms;
-            if agent_alive {
-                let o = self.primary.set_maintenance(t, self.world.primary_flag);
-                self.apply(Who::Primary, &o);
-                let o = self.primary.observe_local(t, self.world.primary_connector);
-                self.apply(Who::Primary, &o);
+        let t = self.t;
+        for who in [Who::Primary, Who::Standby] {
+            if !self.agent_alive(who) || self.node(who).next_due_ms() > t {
+                continue;
+            }
+            for check in self.node(who).take_due(t) {
+                self.run_check(who, check);
             }
         }
-        if t == self.primary_egress_at {
-            self.primary_egress_at += timing.failback_interval_ms;
-            if agent_alive && self.primary.wants_egress_check() {
+    }
+
+    /// One check, run the way the agent's driver runs it.
+    fn run_check(&mut self, who: Who, check: Check) {
+        let t = self.t;
+        match check {
+            Check::App => {
+                let up = match who {
+                    Who::Primary => self.world.primary_app_up,
+                    Who::Standby => self.world.standby_app_up,
+                };
+                let o = self.node(who).observe_app(t, (!up).then_some("refused"));
+                self.apply(who, &o);
+            }
+            Check::Local => {
+                let flag = who == Who::Primary && self.world.primary_flag;
+                let o = self.node(who).set_maintenance(t, flag);
+                self.apply(who, &o);
+                let running = *self.connector(who);
+                let o = self.node(who).observe_local(t, running);
+                self.apply(who, &o);
+            }
+            Check::Peer => {
+                let view = self.peer_view();
+                let o = self.standby.observe_peer(t, &view);
+                self.apply(who, &o);
+            }
+            Check::Egress => {
                 let good = self.world.primary_host_up && self.world.primary_egress_up;
                 let o = self.primary.observe_egress(t, good);
-                self.apply(Who::Primary, &o);
+                self.apply(who, &o);
             }
-        }
-        if t == self.standby_poll_at {
-            self.standby_poll_at += timing.poll_interval_ms;
-            let o = self.standby.observe_local(t, self.world.standby_connector);
-            self.apply(Who::Standby, &o);
-            let view = self.peer_view();
-            let o = self.standby.observe_peer(t, &view);
-            self.apply(Who::Standby, &o);
         }
     }
 
@@ -163,33 +244,63 @@ impl Sim {
         }
     }
 
-    /// Carries out an outcome the way the agent does: in order, and not
-    /// asking the peer to stop after our own start failed.
+    /// Starts a connector as its controller would; false when the start
+    /// command failed.
+    fn start(&mut self, who: Who) -> bool {
+        match (who, self.world.standby_start) {
+            (Who::Primary, _) | (Who::Standby, StartGoes::Works) => {
+                *self.connector(who) = true;
+                true
+            }
+            (Who::Standby, StartGoes::Fails) => false,
+            (Who::Standby, StartGoes::NeverComesUp) => true,
+        }
+    }
+
+    /// Carries out an outcome the way the agent does: in order, and skipping
+    /// the rest after a failed start or a local connector never ready.
     fn apply(&mut self, who: Who, outcome: &Outcome) {
         let decision = outcome.decision;
         if decision == Decision::Hold {
             return;
         }
         self.log.push((self.t, who, decision));
+        let (t, peer) = (self.t, who.other());
         for action in outcome.actions {
-            match (who, action) {
-                (Who::Primary, Action::StartLocal) => self.world.primary_connector = true,
-                (Who::Primary, Action::StopLocal) => self.world.primary_connector = false,
-                (Who::Standby, Action::StartLocal) => match self.world.standby_start {
-                    StartGoes::Works => self.world.standby_connector = true,
-                    StartGoes::Fails => break,
-                    StartGoes::NeverComesUp => {}
-                },
-                (Who::Standby, Action::StopLocal) => self.world.standby_connector = false,
-                (Who::Standby, Action::AskPeerToStop) => {
-                    self.peer_stops += 1;
-                    if self.world.primary_host_up && self.world.primary_agent_up {
-                        self.primary.peer_ordered_stop(self.t);
-                        self.world.primary_connector = false;
+            match action {
+                Action::StartLocal => {
+                    if !self.start(who) {
+                        break;
                     }
                 }
-                (Who::Primary, Action::AskPeerToStop) => {
-                    unreachable!("the primary never takes over")
+                Action::StopLocal => *self.connector(who) = false,
+                Action::AwaitLocalReady => {
+                    if !self.ready(who) {
+                        break;
+                    }
+                }
+                Action::AskPeerToStop => {
+                    if who == Who::Standby {
+                        self.peer_stops += 1;
+                    }
+                    if self.agent_alive(peer) {
+                        self.node(peer).peer_ordered_stop(t);
+                        *self.connector(peer) = false;
+                    }
+                }
+                Action::HandOverToPeer => {
+                    let grace = t + 2 * MINUTE;
+                    if self.agent_alive(peer)
+                        && self.node(peer).accepts_handover().is_ok()
+                        && self.start(peer)
+                    {
+                        self.node(peer).handover_received(t, grace);
+                    }
+                }
+                Action::AwaitPeerReady => {
+                    if !self.ready(peer) {
+                        self.stops_without_peer += 1;
+                    }
                 }
             }
         }
@@ -307,10 +418,11 @@ fn isolated_primary_standby_takes_over_unopposed_until_egress_returns() {
             .first_after(back, Who::Primary, Decision::FailBack)
             .expect("fail-back");
         assert!(fb - back <= timing.failback_after as u64 * timing.failback_interval_ms);
-        let sd = sim
-            .first_after(fb, Who::Standby, Decision::StandDown)
-            .expect("stand-down");
-        assert!(sd - fb <= timing.poll_interval_ms);
+        // Make before break: the primary, once ready, stops the standby
+        // itself; the standby's own stand-down never comes into it.
+        assert!(!sim.world.standby_connector, "{:?}", sim.log);
+        assert_eq!(sim.count(Who::Standby, Decision::StandDown), 0);
+        assert_eq!(sim.steps_both, 0, "both connectors served");
         assert_eq!(
             sim.count(Who::Standby, Decision::TakeOver),
             1,
@@ -404,7 +516,7 @@ fn peer_agent_down_without_a_direct_url_counts_as_a_dead_peer() {
 }
 
 #[test]
-fn maintenance_flag_held_then_released() {
+fn maintenance_flag_held_then_released_hands_over_with_no_gap() {
     let timing = Timing::default();
     let (p, f) = (timing.poll_interval_ms, timing.failback_interval_ms);
     let mut slowest_return = 0;
@@ -419,10 +531,6 @@ fn maintenance_flag_held_then_released() {
             .first_after(set, Who::Primary, Decision::Drain)
             .expect("drain");
         assert!(drained - set <= p);
-        let took = sim
-            .first_after(drained, Who::Standby, Decision::TakeOver)
-            .expect("take-over");
-        assert!(took - drained <= 3 * p);
         let fb = sim
             .first_after(set, Who::Primary, Decision::FailBack)
             .expect("fail-back");
@@ -430,11 +538,13 @@ fn maintenance_flag_held_then_released() {
         // Noticed at the next poll, then two good egress checks.
         assert!(fb - released <= p + 2 * f, "{} ms", fb - released);
         slowest_return = slowest_return.max(fb - released);
-        let sd = sim
-            .first_after(fb, Who::Standby, Decision::StandDown)
-            .expect("stand-down");
-        assert!(sd - fb <= p);
-        assert_eq!(sim.log.len(), 4, "{:?}", sim.log);
+        // The standby was handed the tunnel before the primary stopped, and
+        // stopped by the primary once it served again: no take-over, no
+        // stand-down, not one step without a ready connector.
+        assert_eq!(sim.log.len(), 2, "{:?}", sim.log);
+        assert_eq!(sim.steps_unserved, 0, "a gap during planned maintenance");
+        assert_eq!(sim.stops_without_peer, 0);
+        assert!(sim.world.primary_connector && !sim.world.standby_connector);
     }
     println!("maintenance released: primary serving again at most {slowest_return} ms later");
 }
@@ -513,4 +623,56 @@ fn a_link_down_100s_up_150s_for_an_hour_is_handed_over_only_a_few_times() {
         );
     }
     println!("link down 100 s / up 150 s for an hour: at most {worst} hand-overs");
+}
+
+#[test]
+fn the_primarys_app_dies_the_standby_is_handed_the_tunnel_and_back() {
+    let timing = Timing::default();
+    let app = AppTiming {
+        interval_ms: timing.poll_interval_ms,
+        rise: 2,
+        fall: 3,
+    };
+    for (s, pp) in phases().step_by(4) {
+        let mut sim = Sim::steady_with_app(timing, Some(app), s, pp);
+        let died = sim.t;
+        let back = died + 10 * MINUTE;
+        sim.run_until(back + 10 * MINUTE, |w, t| {
+            w.primary_app_up = !(died..back).contains(&t)
+        });
+        let withdrew = sim
+            .first_after(died, Who::Primary, Decision::Withdraw)
+            .expect("withdraw");
+        // The third failed check: between two and three app intervals.
+        assert!(withdrew - died <= u64::from(app.fall) * app.interval_ms);
+        let fb = sim
+            .first_after(back, Who::Primary, Decision::FailBack)
+            .expect("fail-back");
+        assert!(fb - back <= u64::from(app.rise) * app.interval_ms);
+        // Handed over and taken back by the primary itself: the standby
+        // decided nothing, and never was the tunnel without a connector.
+        assert_eq!(sim.log.len(), 2, "{:?}", sim.log);
+        assert_eq!(sim.steps_unserved, 0);
+        assert!(sim.world.primary_connector && !sim.world.standby_connector);
+    }
+}
+
+#[test]
+fn a_standby_whose_app_is_down_does_not_take_over() {
+    let timing = Timing::default();
+    let app = AppTiming {
+        interval_ms: timing.poll_interval_ms,
+        rise: 2,
+        fall: 3,
+    };
+    let mut sim = Sim::steady_with_app(timing, Some(app), 0, 0);
+    sim.world.standby_app_up = false;
+    sim.run_for(5 * MINUTE);
+    sim.world.primary_host_up = false;
+    sim.run_for(5 * MINUTE);
+    assert_eq!(sim.count(Who::Standby, Decision::TakeOver), 0);
+    sim.world.standby_app_up = true;
+    sim.run_for(3 * MINUTE);
+    assert_eq!(sim.count(Who::Standby, Decision::TakeOver), 1);
+    assert!(sim.world.standby_connector);
 }

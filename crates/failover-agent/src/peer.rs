@@ -1,0 +1,131 @@
+//! Talking to the peer agent (shared tunnel): looking at its connector,
+//! asking it to stand down, handing it the tunnel. Every call has its own
+//! deadline, so a hung peer costs one bounded step.
+
+use std::time::{Duration, Instant};
+
+use failover_core::node::PeerView;
+
+use crate::log;
+use crate::readiness;
+use crate::state::Shared;
+use crate::url::Url;
+
+/// What became of asking the peer to do something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Asked {
+    Done,
+    Refused,
+    Unreachable,
+}
+
+/// Readiness of the peer CONNECTOR, through the peer agent's relay and, if
+/// configured, directly; both at once, each with the probe timeout.
+pub async fn look(shared: &Shared, peer_agent: &Url) -> PeerView {
+    let config = &shared.config;
+    let relay = peer_agent.with_path("/connector/ready");
+    let timed = |url| async move {
+        let started = Instant::now();
+        let result = shared.client.get(url, config.probe_timeout).await;
+        (
+            readiness::from_result(result),
+            started.elapsed().as_secs_f64(),
+        )
+    };
+    let (via_agent, direct) = match &config.peer_connector_ready_url {
+        Some(direct_url) => {
+            let (a, d) = tokio::join!(timed(&relay), timed(direct_url));
+            (a, Some(d))
+        }
+        None => (timed(&relay).await, None),
+    };
+    let mut probes = shared.probes();
+    probes.peer_seconds = Some(via_agent.1);
+    probes.peer_direct_seconds = direct.as_ref().map(|d| d.1);
+    PeerView {
+        via_agent: via_agent.0,
+        direct: direct.map(|d| d.0),
+    }
+}
+
+/// `POST /failover/stop`. The peer's stop may take its whole
+/// `command_timeout`; waiting less would log a stop that still happens as
+/// "not reachable".
+pub async fn ask_to_stop(shared: &Shared, peer_agent: &Url) -> Asked {
+    let url = peer_agent.with_path("/failover/stop");
+    let deadline = shared.config.command_timeout + shared.config.probe_timeout;
+    match shared
+        .client
+        .post(&url, &shared.config.token, deadline)
+        .await
+    {
+        Ok(r) if r.status == 200 => {
+            log::info("peer agent stopped its connector on request");
+            Asked::Done
+        }
+        Ok(r) => {
+            log::warn(&format!(
+                "peer agent refused to stand down: HTTP {}",
+                r.status
+            ));
+            Asked::Refused
+        }
+        // A dead peer is the usual reason for a take-over.
+        Err(e) => {
+            log::info(&format!(
+                "peer agent not reachable to stand down ({e}); serving anyway"
+            ));
+            Asked::Unreachable
+        }
+    }
+}
+
+/// `POST /failover/handover`: the peer starts its connector and keeps it
+/// while ours stops. Answers once the peer's start command has finished.
+pub async fn hand_over(shared: &Shared, peer_agent: &Url) -> Asked {
+    let url = peer_agent.with_path("/failover/handover");
+    let deadline = shared.config.command_timeout + shared.config.probe_timeout;
+    match shared
+        .client
+        .post(&url, &shared.config.token, deadline)
+        .await
+    {
+        Ok(r) if r.status == 200 => {
+            log::info("peer agent started its connector for the handover");
+            Asked::Done
+        }
+        Ok(r) => {
+            let why = String::from_utf8_lossy(&r.body);
+            log::warn(&format!(
+                "peer agent refused the handover: HTTP {} {}",
+                r.status,
+                why.trim()
+            ));
+            Asked::Refused
+        }
+        Err(e) => {
+            log::warn(&format!("peer agent not reachable for the handover: {e}"));
+            Asked::Unreachable
+        }
+    }
+}
+
+/// Polls `look` until the peer's connector is ready or `bound` passes.
+pub async fn await_ready(shared: &Shared, peer_agent: &Url, bound: Duration) -> bool {
+    let until = tokio::time::Instant::now() + bound;
+    loop {
+        shared.alive();
+        if look(shared, peer_agent).await.is_ready() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(READY_POLL).await;
+    }
+}
+
+/// How often a bounded wait for readiness looks again: a connector
+/// registers within a second or two, and the overlap of two serving
+/// connectors is what this costs at most.
+pub const READY_POLL: Duration = Duration::from_millis(200);
