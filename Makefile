@@ -1,21 +1,39 @@
 # The commands a user types. Every target installs what it is missing first
 # (see scripts/toolchain.sh), so a fresh clone needs nothing but these.
+# `make help` lists them from their `## target: text` lines: a new target
+# with such a line shows up there by itself.
 SHELL := bash
-.SHELLFLAGS := -euo pipefail -c
+# --norc: bash reads /etc/bash.bashrc (where -u trips on $PS1) when its
+# stdin is a socket and SHLVL is unset or 0, as for wrangler's [build]
+# command when wrangler was started by a CI runner or a background job.
+.SHELLFLAGS := --norc -euo pipefail -c
 TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
+# wrangler under the toolchain's Node: wrangler 4.16x refuses the system Node 20.
+WRANGLER := bash scripts/wrangler.sh
 
-.PHONY: build test test-rust test-worker lint demo bench gate clean
+.PHONY: build test test-rust test-worker dry-run lint demo bench gate clean dev deploy secret help
 
 ## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
 build:
 	@$(TOOLCHAIN) && bash scripts/build-worker.sh
 
-## test: every test, native and in Miniflare
-test: build lint
-	@$(TOOLCHAIN) && cargo test --workspace
-	@$(TOOLCHAIN) && node --test --test-concurrency=1 tests/*.test.mjs
+## test: every test: lint, test-rust, test-worker, a deploy dry run, and the demo unattended
+test: build dry-run lint test-rust test-worker
 	@echo "==> make demo, unattended (proves the walkthrough still works)"
 	@$(TOOLCHAIN) && node scripts/demo.mjs < /dev/null > target/demo-run.log || { cat target/demo-run.log; exit 1; }
+
+## test-rust: the Rust tests, native (cargo test --workspace)
+test-rust:
+	@$(TOOLCHAIN) && cargo test --workspace
+
+## test-worker: the built Worker in Miniflare (tests/*.test.mjs)
+test-worker: build
+	@$(TOOLCHAIN) && node --test --test-concurrency=1 tests/*.test.mjs
+
+## dry-run: what `make deploy` would upload, bundled into target/dry-run (wrangler deploy --dry-run; no account needed)
+dry-run: build
+	@rm -rf target/dry-run
+	@TUNNEL_FAILOVER_BUILT=1 $(WRANGLER) deploy --dry-run --outdir target/dry-run $(ARGS)
 
 ## lint: formatting and clippy, native and wasm32
 lint:
@@ -27,6 +45,7 @@ lint:
 demo: build
 	@$(TOOLCHAIN) && node scripts/demo.mjs
 
+## clean: delete build/ and the benchmark results (target/bench)
 clean:
 	rm -rf build target/bench
 
@@ -37,3 +56,27 @@ bench: build
 ## gate: two real agents with fake connectors, timed end to end (see scripts/gate.sh)
 gate:
 	@bash scripts/gate.sh
+
+# dev, deploy and secret are wrangler through scripts/wrangler.sh; ARGS="..."
+# passes it more flags. dev and deploy have no `build` prerequisite because
+# wrangler runs `make build` itself first ([build] in wrangler.toml).
+
+## dev: your wrangler.toml under wrangler dev on http://localhost:8787 (more flags: ARGS="--port 8788")
+dev:
+	@$(WRANGLER) dev $(ARGS)
+
+## deploy: build and upload the Worker to your Cloudflare account (wrangler deploy; logs in first if needed)
+deploy:
+	@$(WRANGLER) deploy $(ARGS)
+
+## secret: set a Worker secret: make secret NAME=STATUS_TOKEN (asks for the value, or reads it from stdin)
+secret:
+	@$(if $(NAME),,$(error NAME is missing: say which secret, e.g. make secret NAME=STATUS_TOKEN))
+	@$(WRANGLER) secret put '$(NAME)' $(ARGS)
+
+## help: this list
+help:
+	@awk 'match($$0, /^## [A-Za-z0-9_.-]+: /) { \
+	    n++; name[n] = substr($$0, 4, RLENGTH - 5); text[n] = substr($$0, RLENGTH + 1); \
+	    if (length(name[n]) > width) width = length(name[n]) } \
+	  END { for (i = 1; i <= n; i++) printf "  make %-" width "s  %s\n", name[i], text[i] }' $(MAKEFILE_LIST)
