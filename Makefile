@@ -11,14 +11,16 @@ TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
 # wrangler under the toolchain's Node: wrangler 4.16x refuses the system Node 20.
 WRANGLER := bash scripts/wrangler.sh
 
-.PHONY: build test test-rust test-worker dry-run lint demo bench gate clean dev deploy secret help
+.PHONY: build test test-rust test-worker dry-run lint demo bench gate system clean dev deploy secret help
 
 ## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
 build:
 	@$(TOOLCHAIN) && bash scripts/build-worker.sh
 
-## test: every test: lint, test-rust, test-worker, a deploy dry run, and the demo unattended
+## test: every test: lint, test-rust, test-worker, a deploy dry run, the short system run and the demo unattended
 test: build dry-run lint test-rust test-worker
+	@echo "==> make system, short (the whole deployment through the Tunnel edge simulator)"
+	@$(TOOLCHAIN) && cargo build --quiet -p failover-agent --bins && node tests/system/run.mjs --short
 	@echo "==> make demo, unattended (proves the walkthrough still works)"
 	@$(TOOLCHAIN) && node scripts/demo.mjs < /dev/null > target/demo-run.log || { cat target/demo-run.log; exit 1; }
 
@@ -52,6 +54,10 @@ clean:
 ## bench: the Worker vs the JavaScript anchor in one workerd, same origin (see bench/)
 bench: build
 	@$(TOOLCHAIN) && bash bench/run.sh
+
+## system: the Worker and real agents through the Tunnel edge simulator, under load; one table (tests/system/run.mjs)
+system: build
+	@$(TOOLCHAIN) && cargo build --quiet -p failover-agent --bins && node tests/system/run.mjs
 
 ## gate: two real agents with fake connectors, timed end to end (see scripts/gate.sh)
 gate:

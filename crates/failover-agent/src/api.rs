@@ -182,6 +182,10 @@ async fn relay_ready(shared: &Shared) -> Answer {
     }
 }
 
+/// The answer to an order that arrives while this agent carries out a
+/// decision of its own; `peer.rs` recognises it.
+pub const BUSY: &str = "busy: carrying out a decision; ask again";
+
 /// What a `POST /failover/...` asks of this node.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Order {
@@ -229,10 +233,30 @@ async fn failover(shared: &Arc<Shared>, order: Order, remote: SocketAddr) -> Ans
     // In a task of its own: hyper drops this handler when the client hangs
     // up, and a stop half done (its command killed, the stop unrecorded) is
     // worse than one finished after nobody waits for the answer.
+    // Both agents of a pair can be in a turn that asks the other at once
+    // (a take-over's stop crossing a fail-back's stop): each holds its own
+    // lock while it waits for the peer's answer. An order that cannot get
+    // the lock soon is answered "busy" instead of waiting out the caller's
+    // deadline; the caller asks again or decides again at its next poll.
+    let serialised = match tokio::time::timeout(
+        shared.config.probe_timeout,
+        Arc::clone(&shared.actions).lock_owned(),
+    )
+    .await
+    {
+        Ok(guard) => guard,
+        Err(_) => {
+            log::warn(&format!(
+                "POST /failover/{verb} from {}: busy carrying out a decision; answered 409",
+                remote.ip()
+            ));
+            return json(StatusCode::CONFLICT, serde_json::json!({"error": BUSY}));
+        }
+    };
     let task = {
         let shared = Arc::clone(shared);
         tokio::spawn(async move {
-            let _serialised = shared.actions.lock().await;
+            let _serialised = serialised;
             match order {
                 Order::Start => {
                     let result = shared.control.start().await;

@@ -1,7 +1,7 @@
 //! What the monitor loop and the HTTP API share: the decision machine, the
 //! connector controller and the last probe figures.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
@@ -39,7 +39,7 @@ pub struct Shared {
     /// API: the monitor holds it across observe, decide and act, the API
     /// across recording and carrying out a stop or start, so neither
     /// decides on a state the other is changing.
-    pub actions: tokio::sync::Mutex<()>,
+    pub actions: Arc<tokio::sync::Mutex<()>>,
     started: Instant,
     /// systemd asked for watchdog pings.
     watchdog: bool,
@@ -59,7 +59,7 @@ impl Shared {
             control,
             node: Mutex::new(node),
             probes: Mutex::new(Probes::default()),
-            actions: tokio::sync::Mutex::new(()),
+            actions: Arc::new(tokio::sync::Mutex::new(())),
             started: Instant::now(),
             watchdog: sd_notify::watchdog_period().is_some(),
         }
@@ -124,7 +124,7 @@ impl Shared {
         let mut peer_took_it = false;
         for action in outcome.actions {
             self.alive();
-            if !self.act(*action, &mut peer_took_it).await {
+            if !self.act(*action, outcome.decision, &mut peer_took_it).await {
                 break;
             }
         }
@@ -132,7 +132,7 @@ impl Shared {
     }
 
     /// One action; false when the actions after it must be skipped.
-    async fn act(&self, action: Action, peer_took_it: &mut bool) -> bool {
+    async fn act(&self, action: Action, decision: Decision, peer_took_it: &mut bool) -> bool {
         let peer_agent = self.config.peer_agent_url.as_ref();
         match (action, peer_agent) {
             (Action::StartLocal, _) => match self.control.start().await {
@@ -179,11 +179,21 @@ impl Shared {
                 }
             }
             (Action::AskPeerToStop, Some(url)) => {
-                peer::ask_to_stop(self, url).await;
+                // A take-over insists (the peer that missed our looks must
+                // stop, or its link's flapping goes undamped); a fail-back
+                // does not: a standby busy taking over stands down by
+                // itself once it sees ours ready.
+                let retry_busy = if decision == Decision::TakeOver {
+                    self.config.command_timeout
+                } else {
+                    Duration::ZERO
+                };
+                peer::ask_to_stop(self, url, retry_busy).await;
                 true
             }
             (Action::HandOverToPeer, Some(url)) => {
-                *peer_took_it = peer::hand_over(self, url).await == Asked::Done;
+                *peer_took_it =
+                    peer::hand_over(self, url, self.config.command_timeout).await == Asked::Done;
                 true
             }
             (Action::AwaitPeerReady, Some(url)) => {

@@ -1,0 +1,237 @@
+// One whole deployment on loopback for `make system`: the edge simulator,
+// nodes (an app, an uplink, a connector double started and stopped by a real
+// failover-agent process), the built Worker in Miniflare, and a steady client
+// load. Scenarios (tests/system/run.mjs) break parts of it and read the
+// client's records.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startApp } from "./app.mjs";
+import { startEdge } from "./edge.mjs";
+import { startUplink } from "./uplink.mjs";
+import { startWorker } from "../support/worker.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.join(here, "..", "..");
+const CONNECTOR = path.join(here, "connector.mjs");
+export const AGENT = path.join(
+  process.env.CARGO_TARGET_DIR ?? path.join(root, "target"),
+  "debug",
+  "failover-agent",
+);
+
+// The agents' clocks, fast enough for a run of minutes: every check each
+// second, take over after 3 misses, fail back after 2 good egress checks,
+// app down after 3 failed checks and up after 2 good ones.
+export const AGENT_TIMING = { pollMs: 1000, takeoverAfter: 3, failbackAfter: 2, appFall: 3, appRise: 2 };
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export function scratch() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tunnel-failover-system-"));
+  writeFileSync(path.join(dir, "token"), `system-${process.pid}-${Date.now()}\n`, { mode: 0o600 });
+  return dir;
+}
+
+// One node: its app, its uplink to the edge (the tunnel's connect address
+// and the edge's trace endpoint), and a real agent that starts and stops
+// the connector double through shell commands, as it would cloudflared.
+export async function startNode({ name, dir, edge, tunnel, topology, role, agentPort, peerAgentPort }) {
+  const app = await startApp(name);
+  const uplink = await startUplink([
+    { host: "127.0.0.1", port: edge.tunnel(tunnel).connectPort },
+    { host: edge.traceHost, port: edge.tracePort },
+  ]);
+  const metricsPort = await freePort();
+  const pidFile = path.join(dir, `${name}.connector.pid`);
+  const connectorLog = path.join(dir, `${name}.connector.log`);
+  const config = path.join(dir, `${name}.toml`);
+  const [toEdge, toTrace] = uplink.addrs;
+  const q = (s) => `'${s.replaceAll("'", "'\\''")}'`;
+  const start =
+    `${q(process.execPath)} ${q(CONNECTOR)} --edge 127.0.0.1:${toEdge.port} --app ${app.url} ` +
+    `--metrics 127.0.0.1:${metricsPort} --id ${name} >> ${q(connectorLog)} 2>&1 & echo $! > ${q(pidFile)}`;
+  // As `systemctl stop`: SIGTERM, then wait (bounded) for the connector's
+  // graceful shutdown, which lets requests in flight finish.
+  const stop =
+    `if [ -f ${q(pidFile)} ]; then pid=$(cat ${q(pidFile)}); kill $pid 2>/dev/null; ` +
+    `for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done; ` +
+    `kill -9 $pid 2>/dev/null; rm -f ${q(pidFile)}; fi; true`;
+  const status = `[ -f ${q(pidFile)} ] && kill -0 $(cat ${q(pidFile)}) 2>/dev/null`;
+  const lines = [
+    topology === "tunnel-per-node" ? `topology = "tunnel-per-node"` : `role = "${role}"`,
+    `listen = "127.0.0.1:${agentPort}"`,
+    `token_file = "${path.join(dir, "token")}"`,
+    `maintenance_flag = "${path.join(dir, `${name}.maintenance`)}"`,
+    `poll_interval = "${AGENT_TIMING.pollMs}ms"`,
+    `failback_interval = "${AGENT_TIMING.pollMs}ms"`,
+    `takeover_after = ${AGENT_TIMING.takeoverAfter}`,
+    `failback_after = ${AGENT_TIMING.failbackAfter}`,
+    `probe_timeout = "700ms"`,
+    ``,
+    `[connector]`,
+    `ready_url = "http://127.0.0.1:${metricsPort}/ready"`,
+    `control = "command"`,
+    `start_command = ${JSON.stringify(start)}`,
+    `stop_command = ${JSON.stringify(stop)}`,
+    `status_command = ${JSON.stringify(status)}`,
+    `command_timeout = "10s"`,
+    ``,
+    `[app]`,
+    `health_url = "${app.url}/health"`,
+    `interval = "${AGENT_TIMING.pollMs}ms"`,
+    `fall = ${AGENT_TIMING.appFall}`,
+    `rise = ${AGENT_TIMING.appRise}`,
+    ``,
+    `[egress]`,
+    `url = "http://127.0.0.1:${toTrace.port}/cdn-cgi/trace"`,
+  ];
+  if (peerAgentPort) lines.push("", "[peer]", `agent_url = "http://127.0.0.1:${peerAgentPort}"`);
+  writeFileSync(config, lines.join("\n") + "\n");
+  const check = spawnSync(AGENT, ["--config", config, "check-config"], { encoding: "utf8" });
+  if (check.status !== 0) throw new Error(`${name}: check-config failed: ${check.stderr}`);
+
+  const node = {
+    name,
+    app,
+    uplink,
+    agent: null,
+    agentPort,
+    metricsPort,
+    agentLog: path.join(dir, `${name}.agent.log`),
+    connectorPid() {
+      try {
+        return Number(readFileSync(pidFile, "utf8").trim()) || null;
+      } catch {
+        return null;
+      }
+    },
+    startAgent() {
+      const out = openLog(this.agentLog);
+      this.agent = spawn(AGENT, ["--config", config, "run"], { stdio: ["ignore", out, out] });
+    },
+    async killAgent() {
+      if (!this.agent || this.agent.exitCode !== null) return;
+      const exited = new Promise((resolve) => this.agent.once("exit", resolve));
+      this.agent.kill("SIGKILL");
+      await exited;
+    },
+    // The node dies: its agent, its connector (no graceful shutdown) and
+    // its app, all at once.
+    async die() {
+      await this.killAgent();
+      const pid = this.connectorPid();
+      if (pid) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {}
+        rmSync(pidFile, { force: true });
+      }
+      await this.app.stop();
+    },
+    async boot() {
+      await this.app.start();
+      this.startAgent();
+    },
+    maintenance(on) {
+      const r = spawnSync(AGENT, ["--config", config, "maintenance", on ? "on" : "off"], { encoding: "utf8" });
+      if (r.status !== 0) throw new Error(`${name}: maintenance ${on}: ${r.stderr}`);
+    },
+    async health() {
+      try {
+        const r = await fetch(`http://127.0.0.1:${agentPort}/health`, { signal: AbortSignal.timeout(2000) });
+        return await r.json();
+      } catch {
+        return null;
+      }
+    },
+    async close() {
+      await this.die().catch(() => {});
+      await this.uplink.close();
+    },
+  };
+  node.startAgent();
+  return node;
+}
+
+// A plain fd, appended to: the agent's log survives its restarts.
+function openLog(file) {
+  return openSync(file, "a");
+}
+
+// The Worker in Miniflare in front of the tunnels' public URLs, with fast
+// health settings so a run takes minutes.
+export async function startFrontWorker(origins) {
+  return startWorker({
+    ORIGINS: JSON.stringify(origins.map(({ name, url }) => ({ name, url, health_path: "/health" }))),
+    ATTEMPT_TIMEOUT_MS: "3000",
+    HEALTH_INTERVAL_MS: "500",
+    HEALTH_RISE: "2",
+    COLO_HEALTH: "off",
+  });
+}
+
+// A steady load through the Worker: `concurrency` loops, each alternating a
+// GET and a POST that carries a unique x-request-id. Every answer is
+// recorded with the node that served it (the app names itself in the body).
+export function startLoad(url, { concurrency = 4, pauseMs = 10 } = {}) {
+  const records = [];
+  let running = true;
+  let n = 0;
+  const one = async (method) => {
+    const id = `req-${process.pid}-${++n}`;
+    const started = Date.now();
+    const record = { t: started, method, id, status: null, node: null, error: null, failover: false };
+    try {
+      const r = await fetch(url + (method === "GET" ? `/item/${n}` : "/orders"), {
+        method,
+        headers: method === "POST" ? { "x-request-id": id, "content-type": "application/json" } : {},
+        body: method === "POST" ? JSON.stringify({ order: n }) : undefined,
+        redirect: "manual",
+        signal: AbortSignal.timeout(15000),
+      });
+      const text = await r.text();
+      record.status = r.status;
+      record.failover = r.headers.has("x-failover");
+      if (r.status < 500) {
+        const m = /app=(\w+)/.exec(text) ?? /"app":"(\w+)"/.exec(text);
+        record.node = m ? m[1] : null;
+      }
+    } catch (e) {
+      record.error = e.name === "TimeoutError" ? "timeout" : "network";
+    }
+    record.done = Date.now();
+    records.push(record);
+  };
+  const loops = Array.from({ length: concurrency }, async () => {
+    while (running) {
+      await one("GET");
+      await one("POST");
+      await sleep(pauseMs);
+    }
+  });
+  return {
+    records,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+export function agentLogs(nodes) {
+  return nodes
+    .map((n) => `----- ${n.name} agent -----\n${existsSync(n.agentLog) ? readFileSync(n.agentLog, "utf8") : ""}`)
+    .join("\n");
+}

@@ -1,0 +1,333 @@
+// `make system`: the whole deployment on loopback, through the Tunnel edge
+// simulator, under a steady client load of GETs and POSTs. Prints one table
+// (per scenario: client requests, client-visible errors by kind, POSTs
+// executed twice, time to fail over and back) and exits non-zero when a
+// bound is missed. `--short` is the version `make test` runs.
+//
+// Topology "tunnel per node": the Worker fronts two tunnels, one per node;
+// each node's agent gates its own connector (app, egress, maintenance).
+// Topology "shared tunnel": one tunnel, the agent pair keeps one connector
+// serving; the Worker fronts it as its only origin.
+import {
+  AGENT_TIMING,
+  agentLogs,
+  freePort,
+  scratch,
+  sleep,
+  startFrontWorker,
+  startLoad,
+  startNode,
+} from "./deployment.mjs";
+import { startEdge } from "./edge.mjs";
+import { rmSync } from "node:fs";
+
+const SHORT = process.argv.includes("--short");
+// --only=shared or --only=per-node: one topology (when debugging).
+const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
+const FLAP_S = SHORT ? 20 : 60;
+const HOLD_MS = SHORT ? 2000 : 5000;
+const CONCURRENCY = 4;
+const T = AGENT_TIMING;
+
+async function waitFor(what, timeoutMs, cond) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await cond();
+    if (value) return Date.now();
+    if (Date.now() > until) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await sleep(50);
+  }
+}
+
+// The last `ms` of answers all came from `node`, without an error.
+function steadyOn(load, node, ms = 1500) {
+  const since = Date.now() - ms;
+  const recent = load.records.filter((r) => r.t >= since);
+  return recent.length >= 4 && recent.every((r) => r.node === node && !isError(r));
+}
+
+const isError = (r) => r.error !== null || r.status >= 500;
+const kind = (r) => `${r.method} ${r.error ?? r.status}`;
+
+// What the client saw between `from` and `to`, and what the apps executed.
+function summarize(load, apps, from, to) {
+  const records = load.records.filter((r) => r.t >= from && r.t <= to);
+  const errors = records.filter(isError);
+  const kinds = {};
+  for (const r of errors) kinds[kind(r)] = (kinds[kind(r)] ?? 0) + 1;
+  const twice = records
+    .filter((r) => r.method === "POST")
+    .filter((r) => apps.reduce((n, a) => n + (a.executed.get(r.id) ?? 0), 0) > 1).length;
+  const served = records.filter((r) => !isError(r) && r.node).sort((a, b) => a.done - b.done);
+  let switches = 0;
+  for (let i = 1; i < served.length; i++) if (served[i].node !== served[i - 1].node) switches++;
+  return {
+    records,
+    requests: records.length,
+    getErrors: errors.filter((r) => r.method === "GET").length,
+    postErrors: errors.filter((r) => r.method === "POST"),
+    kinds,
+    twice,
+    switches,
+    firstFrom: (node, after) => served.find((r) => r.node === node && r.t >= after),
+  };
+}
+
+const rows = [];
+function report(name, s, { failover, back, note = "", bounds }) {
+  const missed = bounds.filter(([ok]) => !ok).map(([, text]) => text);
+  const kinds = Object.entries(s.kinds)
+    .map(([k, n]) => `${k}:${n}`)
+    .join(" ");
+  const row = {
+    name,
+    requests: s.requests,
+    getErrors: s.getErrors,
+    postErrors: s.postErrors.length,
+    kinds: kinds || "-",
+    twice: s.twice,
+    failover: failover === undefined ? "-" : `${failover} ms`,
+    back: back === undefined ? "-" : `${back} ms`,
+    note,
+    result: missed.length ? `FAIL: ${missed.join("; ")}` : "ok",
+  };
+  rows.push(row);
+  console.log(
+    `${row.name.padEnd(44)} req=${row.requests} get_err=${row.getErrors} post_err=${row.postErrors} ` +
+      `twice=${row.twice} over=${row.failover} back=${row.back} ${row.kinds} ${row.note} -> ${row.result}`,
+  );
+}
+
+function printTable() {
+  const head = ["scenario", "requests", "GET err", "POST err", "errors by kind", "POST twice", "fail over", "back", "notes", "result"];
+  const body = rows.map((r) => [r.name, r.requests, r.getErrors, r.postErrors, r.kinds, r.twice, r.failover, r.back, r.note, r.result]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => String(b[i]).length)));
+  const line = (cells) => "| " + cells.map((c, i) => String(c).padEnd(widths[i])).join(" | ") + " |";
+  console.log();
+  console.log(line(head));
+  console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|");
+  for (const b of body) console.log(line(b));
+}
+
+async function tunnelPerNode(dir) {
+  const edge = await startEdge({ tunnels: ["primary", "replica"] });
+  const [pPort, rPort] = [await freePort(), await freePort()];
+  const common = { dir, edge, topology: "tunnel-per-node" };
+  const primary = await startNode({ ...common, name: "primary", tunnel: "primary", agentPort: pPort });
+  const replica = await startNode({ ...common, name: "replica", tunnel: "replica", agentPort: rPort });
+  const nodes = [primary, replica];
+  const apps = nodes.map((n) => n.app);
+  const worker = await startFrontWorker([
+    { name: "primary", url: edge.tunnel("primary").publicUrl },
+    { name: "replica", url: edge.tunnel("replica").publicUrl },
+  ]);
+  const registered = (t) => edge.tunnel(t).registrations();
+  let load;
+  try {
+    await waitFor("both connectors registered", 20000, () => registered("primary") > 0 && registered("replica") > 0);
+    load = startLoad(worker.url, { concurrency: CONCURRENCY });
+    await waitFor("traffic on the primary", 20000, () => steadyOn(load, "primary"));
+
+    // 1. The primary's app dies; its connector stays up until the agent
+    // has seen `fall` failed checks.
+    {
+      const t0 = Date.now();
+      await primary.app.stop();
+      const withdrawn = await waitFor("the agent withdrew the primary's connector", 15000, () => registered("primary") === 0);
+      await waitFor("traffic on the replica", 10000, () => steadyOn(load, "replica"));
+      await sleep(HOLD_MS);
+      const t1 = Date.now();
+      await primary.app.start();
+      const back = await waitFor("traffic back on the primary", 30000, () => steadyOn(load, "primary"));
+      const s = summarize(load, apps, t0, back);
+      const fallWindow = T.appFall * T.pollMs + 2000;
+      const late = s.postErrors.filter((r) => r.t > withdrawn + 500);
+      report("1 app dies on the primary (tunnel per node)", s, {
+        failover: withdrawn - t0,
+        back: (s.firstFrom("primary", t1)?.done ?? back) - t1,
+        note: `connector withdrawn after ${withdrawn - t0} ms`,
+        bounds: [
+          [s.getErrors === 0, "GET errors"],
+          [late.length === 0, `${late.length} POST errors after the connector was withdrawn`],
+          [withdrawn - t0 <= fallWindow, `withdrawn later than ${fallWindow} ms`],
+          [s.twice === 0, "POSTs executed twice"],
+        ],
+      });
+    }
+
+    // 2. The whole primary node dies: app, connector and agent at once.
+    {
+      const t0 = Date.now();
+      await primary.die();
+      const over = await waitFor("traffic on the replica", 10000, () => steadyOn(load, "replica"));
+      await sleep(HOLD_MS);
+      const t1 = Date.now();
+      await primary.boot();
+      const back = await waitFor("traffic back on the primary", 30000, () => steadyOn(load, "primary"));
+      const s = summarize(load, apps, t0, back);
+      report("2 primary node dies, then boots", s, {
+        failover: (s.firstFrom("replica", t0)?.done ?? over) - t0,
+        back: (s.firstFrom("primary", t1)?.done ?? back) - t1,
+        note: "back = boot to first primary answer",
+        bounds: [
+          [s.getErrors === 0, "GET errors"],
+          [s.postErrors.length <= CONCURRENCY, "more POST errors than requests in flight"],
+          [s.twice === 0, "POSTs executed twice"],
+        ],
+      });
+    }
+
+    // 3. The primary's uplink flaps: 5 s down, 5 s up.
+    {
+      const before = (await primary.health())?.failbacks ?? 0;
+      const t0 = Date.now();
+      for (let t = 0; t < FLAP_S; t += 10) {
+        primary.uplink.cut();
+        await sleep(5000);
+        primary.uplink.restore();
+        await sleep(5000);
+      }
+      const failbacks = ((await primary.health())?.failbacks ?? 0) - before;
+      const t1 = Date.now();
+      const back = await waitFor("traffic back on the primary once the link held", 60000, () =>
+        steadyOn(load, "primary"),
+      );
+      const s = summarize(load, apps, t0, back);
+      // Undamped, every up phase would be a start: two switches per cycle.
+      // The agent's reversal penalty doubles the proof each time.
+      const bound = 2 * Math.min(failbacks, 3) + 2;
+      report(`3 primary uplink 5 s down / 5 s up for ${FLAP_S} s`, s, {
+        back: back - t1,
+        note: `${s.switches} traffic switches (bound ${bound}; undamped ${(FLAP_S / 10) * 2}); ${failbacks} agent fail-backs`,
+        bounds: [
+          [s.getErrors === 0, "GET errors"],
+          [failbacks <= 3, `${failbacks} fail-backs: damping`],
+          [s.switches <= bound, `${s.switches} switches`],
+          [s.twice === 0, "POSTs executed twice"],
+        ],
+      });
+    }
+
+    // 4. Planned maintenance on the primary.
+    {
+      const t0 = Date.now();
+      primary.maintenance(true);
+      const over = await waitFor("the primary's connector drained", 10000, () => registered("primary") === 0);
+      await waitFor("traffic on the replica", 10000, () => steadyOn(load, "replica"));
+      await sleep(HOLD_MS);
+      const t1 = Date.now();
+      primary.maintenance(false);
+      const back = await waitFor("traffic back on the primary", 30000, () => steadyOn(load, "primary"));
+      const s = summarize(load, apps, t0, back);
+      report("4 maintenance on, then off, on the primary", s, {
+        failover: over - t0,
+        back: (s.firstFrom("primary", t1)?.done ?? back) - t1,
+        bounds: [
+          [s.getErrors === 0 && s.postErrors.length === 0, "client errors"],
+          [s.twice === 0, "POSTs executed twice"],
+        ],
+      });
+    }
+  } catch (e) {
+    console.error(agentLogs(nodes));
+    throw e;
+  } finally {
+    if (process.env.SYSTEM_LOGS) console.error(agentLogs(nodes));
+    await load?.stop();
+    await worker.dispose();
+    for (const n of nodes) await n.close();
+    await edge.close();
+  }
+}
+
+async function sharedTunnel(dir) {
+  const edge = await startEdge({ tunnels: ["site"] });
+  const [pPort, sPort] = [await freePort(), await freePort()];
+  const common = { dir, edge, tunnel: "site", topology: "shared-tunnel" };
+  const primary = await startNode({ ...common, name: "primary", role: "primary", agentPort: pPort, peerAgentPort: sPort });
+  const standby = await startNode({ ...common, name: "standby", role: "standby", agentPort: sPort, peerAgentPort: pPort });
+  const nodes = [primary, standby];
+  const apps = nodes.map((n) => n.app);
+  const worker = await startFrontWorker([{ name: "site", url: edge.tunnel("site").publicUrl }]);
+  let load;
+  try {
+    await waitFor("the primary's connector registered", 20000, () => edge.tunnel("site").registrations() > 0);
+    load = startLoad(worker.url, { concurrency: CONCURRENCY });
+    await waitFor("traffic on the primary", 20000, () => steadyOn(load, "primary"));
+
+    // 5a. The primary's connector loses the edge (its uplink is cut).
+    {
+      const t0 = Date.now();
+      primary.uplink.cut();
+      const over = await waitFor("traffic on the standby", 20000, () => steadyOn(load, "standby"));
+      await sleep(HOLD_MS);
+      const t1 = Date.now();
+      primary.uplink.restore();
+      const back = await waitFor("traffic back on the primary", 30000, () => steadyOn(load, "primary"));
+      const s = summarize(load, apps, t0, back);
+      const first = s.firstFrom("standby", t0)?.done ?? over;
+      const bound = (T.takeoverAfter + 1) * T.pollMs + 2000;
+      report("5a shared tunnel: primary connector loses the edge", s, {
+        failover: first - t0,
+        back: (s.firstFrom("primary", t1)?.done ?? back) - t1,
+        note: "one tunnel: 530s until the standby serves",
+        bounds: [
+          [first - t0 <= bound, `standby serving later than ${bound} ms`],
+          [s.twice === 0, "POSTs executed twice"],
+        ],
+      });
+    }
+
+    // 5b. Planned maintenance on the serving primary: make before break.
+    {
+      await waitFor("the standby stood down", 10000, () => edge.tunnel("site").registrations() <= 4);
+      const t0 = Date.now();
+      primary.maintenance(true);
+      const over = await waitFor("traffic on the standby", 20000, () => steadyOn(load, "standby"));
+      await sleep(HOLD_MS);
+      const t1 = Date.now();
+      primary.maintenance(false);
+      const back = await waitFor("traffic back on the primary", 30000, () => steadyOn(load, "primary"));
+      const s = summarize(load, apps, t0, back);
+      report("5b shared tunnel: maintenance on, then off", s, {
+        failover: (s.firstFrom("standby", t0)?.done ?? over) - t0,
+        back: (s.firstFrom("primary", t1)?.done ?? back) - t1,
+        bounds: [
+          [s.getErrors === 0 && s.postErrors.length === 0, "client errors"],
+          [s.twice === 0, "POSTs executed twice"],
+        ],
+      });
+    }
+  } catch (e) {
+    console.error(agentLogs(nodes));
+    throw e;
+  } finally {
+    if (process.env.SYSTEM_LOGS) console.error(agentLogs(nodes));
+    await load?.stop();
+    await worker.dispose();
+    for (const n of nodes) await n.close();
+    await edge.close();
+  }
+}
+
+const dir = scratch();
+const started = Date.now();
+let failed = false;
+try {
+  console.log(
+    `system: Worker (Miniflare) -> Tunnel edge simulator -> nodes (app, connector double, failover-agent); ` +
+      `${CONCURRENCY} client loops of GET+POST; agents poll every ${T.pollMs} ms` +
+      (SHORT ? " (short run)" : ""),
+  );
+  if (ONLY !== "shared") await tunnelPerNode(dir);
+  if (ONLY !== "per-node") await sharedTunnel(dir);
+} catch (e) {
+  console.error(`system: ${e.message}`);
+  failed = true;
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+printTable();
+const missed = rows.filter((r) => r.result !== "ok").length;
+console.log(`\nsystem: ${rows.length} scenarios, ${missed} missed a bound, ${Math.round((Date.now() - started) / 1000)} s`);
+process.exit(failed || missed ? 1 : 0);
