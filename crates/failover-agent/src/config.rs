@@ -124,11 +124,18 @@ impl Config {
 
     /// Reads and parses the file, then the token file it names.
     pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| err("--config", format!("cannot read {}: {e}", path.display())))?;
-        let mut config = Config::parse(&text)?;
+        let mut config = Config::load_settings(path)?;
         config.token = read_token(&config.token_file)?;
         Ok(config)
+    }
+
+    /// Reads and parses the file, leaving the token unread: what `status`
+    /// and `maintenance` need, run by an operator who may not read the
+    /// root-only token file.
+    pub fn load_settings(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| err("--config", format!("cannot read {}: {e}", path.display())))?;
+        Config::parse(&text)
     }
 
     /// The file's text to typed values; touches nothing outside it.

@@ -9,7 +9,8 @@
 //! [`metrics`], [`connector`] (systemd / command control), [`peer`] (calls
 //! to the peer agent), [`client`] and [`url`] (outbound HTTP with deadlines),
 //! [`readiness`] (reading cloudflared's `/ready`), [`state`] (what loop and
-//! API share, and how decisions are carried out), [`build`], [`sd_notify`],
+//! API share, and how decisions are carried out), [`status_text`] (`status`
+//! for a person), [`build`], [`sd_notify`],
 //! [`log`].
 
 pub mod api;
@@ -24,6 +25,7 @@ pub mod peer;
 pub mod readiness;
 pub mod sd_notify;
 pub mod state;
+pub mod status_text;
 pub mod url;
 
 use std::process::ExitCode;

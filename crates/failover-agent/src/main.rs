@@ -5,90 +5,210 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use failover_agent::config::{self, Config};
-use failover_agent::{client, connector, log, run, runtime, sd_notify, url};
+use failover_agent::{client, connector, log, run, runtime, sd_notify, status_text, url};
 
-const USAGE: &str =
-    "usage: failover-agent [--config PATH] <run | check-config | status | maintenance on|off>
-  run            run the agent (systemd: Type=notify)
-  check-config   validate the config and exit
-  status         print the local agent's /health
-  maintenance    on: never start the connector here (and stop it); off: resume
-default config: /etc/failover-agent/config.toml";
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("FAILOVER_AGENT_REVISION"),
+    ")"
+);
+
+/// Gates this node's Cloudflare Tunnel connector (cloudflared): stops it
+/// when the node's app is down, its uplink is lost or the maintenance flag
+/// is set, and starts it again once the node can serve. In a shared tunnel
+/// the agent pair keeps exactly one connector serving.
+#[derive(Parser)]
+#[command(name = "failover-agent", version = VERSION, about, long_about = None)]
+struct Cli {
+    /// The agent's config file (TOML)
+    #[arg(
+        short,
+        long,
+        global = true,
+        value_name = "PATH",
+        default_value = config::DEFAULT_PATH
+    )]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the agent (under systemd: Type=notify, WatchdogSec)
+    Run,
+    /// Validate the config, print the effective settings and exit (2 on an
+    /// error, which names the key)
+    CheckConfig {
+        /// Do not try egress.url (ExecStartPre at boot, before the network)
+        #[arg(long)]
+        no_probe: bool,
+    },
+    /// Show the local agent's state, read from its /health (no token needed)
+    Status {
+        /// Print the raw /health JSON instead
+        #[arg(long)]
+        json: bool,
+    },
+    /// on: never start the connector here, and stop it (handing the tunnel
+    /// over first in a shared tunnel); off: resume
+    Maintenance {
+        #[arg(value_enum)]
+        state: OnOff,
+    },
+    /// Print a completion script for a shell
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `failover-agent manpage > failover-agent.1`
+    Manpage,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OnOff {
+    On,
+    Off,
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut config_path = PathBuf::from(config::DEFAULT_PATH);
-    let mut words = Vec::new();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--config" | "-c" => match it.next() {
-                Some(path) => config_path = PathBuf::from(path),
-                None => return usage("--config needs a path"),
-            },
-            "--help" | "-h" | "help" => {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
+    let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run) {
+        quiet_on_closed_pipe();
+    }
+    match cli.command {
+        Command::Run => match load(&cli.config) {
+            Ok(config) => run(config),
+            Err(code) => code,
+        },
+        Command::CheckConfig { no_probe } => match load(&cli.config) {
+            Ok(config) => check_config(&config, !no_probe),
+            Err(code) => code,
+        },
+        Command::Status { json } => match settings(&cli.config) {
+            Ok(config) => status(&config, json),
+            Err(code) => code,
+        },
+        Command::Maintenance { state } => match settings(&cli.config) {
+            Ok(config) => maintenance(&config.maintenance_flag, matches!(state, OnOff::On)),
+            Err(code) => code,
+        },
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "failover-agent",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
+        Command::Manpage => {
+            match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("failover-agent: cannot write the man page: {e}");
+                    ExitCode::FAILURE
+                }
             }
-            other => words.push(other),
         }
     }
-    let loaded = Config::load(&config_path).and_then(|config| {
+}
+
+/// A command whose output goes to `| head` or `| grep -q` ends quietly when
+/// the reader goes away, as other command-line tools do, instead of
+/// panicking on the write (Rust ignores SIGPIPE). Not for `run`: the daemon
+/// must see EPIPE on a closed socket, not die of it.
+fn quiet_on_closed_pipe() {
+    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is
+    // a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// The whole config with its token and, under systemd's watchdog, the check
+/// that every step fits it. Exit status 2 on an error.
+fn load(path: &Path) -> Result<Config, ExitCode> {
+    let loaded = Config::load(path).and_then(|config| {
         config
             .fits_watchdog(sd_notify::watchdog_period())
             .map(|()| config)
     });
-    let config = match loaded {
-        Ok(config) => config,
-        Err(e) => {
-            log::error(&e.to_string());
-            return ExitCode::from(2);
+    loaded.map_err(|e| {
+        log::error(&e.to_string());
+        ExitCode::from(2)
+    })
+}
+
+/// The settings without the token: an operator's `status` and
+/// `maintenance` need not read the root-only token file.
+fn settings(path: &Path) -> Result<Config, ExitCode> {
+    Config::load_settings(path).map_err(|e| {
+        log::error(&e.to_string());
+        ExitCode::from(2)
+    })
+}
+
+fn check_config(config: &Config, probe: bool) -> ExitCode {
+    println!(
+        "config ok: topology={} role={} listen={} peer={} connector={} poll_interval={}ms \
+         takeover_after={} standdown_after={} failback_interval={}ms failback_after={} \
+         maintenance_flag={} token_file={} app={}",
+        config.topology.as_str(),
+        config.role.as_str(),
+        config.listen,
+        config
+            .peer_agent_url
+            .as_ref()
+            .map_or("none".to_string(), ToString::to_string),
+        connector::from_config(&config.control, config.command_timeout).describe(),
+        config.timing.poll_interval_ms,
+        config.timing.takeover_after,
+        config.timing.standdown_after,
+        config.timing.failback_interval_ms,
+        config.timing.failback_after,
+        config.maintenance_flag.display(),
+        config.token_file.display(),
+        config.app.as_ref().map_or("none".to_string(), |a| format!(
+            "{} every {}ms fall={} rise={}",
+            a.health_url, a.timing.interval_ms, a.timing.fall, a.timing.rise
+        ))
+    );
+    if probe {
+        probe_egress(config);
+    }
+    ExitCode::SUCCESS
+}
+
+/// One try of egress.url, reported but never fatal (the network may not be
+/// up yet): a redirect would fail every egress check silently otherwise.
+fn probe_egress(config: &Config) {
+    let url = &config.egress_url;
+    let result = runtime().and_then(|rt| {
+        rt.block_on(async { client::Client::new()?.get(url, config.probe_timeout).await })
+    });
+    match result {
+        Ok(r) if (200..300).contains(&r.status) => {
+            println!("egress.url {url}: HTTP {} (good)", r.status)
         }
-    };
-    match words.as_slice() {
-        ["run"] => run(config),
-        ["check-config"] => {
-            println!(
-                "config ok: topology={} role={} listen={} peer={} connector={} poll_interval={}ms \
-                 takeover_after={} standdown_after={} failback_interval={}ms failback_after={} \
-                 maintenance_flag={} token_file={} app={}",
-                config.topology.as_str(),
-                config.role.as_str(),
-                config.listen,
-                config
-                    .peer_agent_url
-                    .as_ref()
-                    .map_or("none".to_string(), ToString::to_string),
-                connector::from_config(&config.control, config.command_timeout).describe(),
-                config.timing.poll_interval_ms,
-                config.timing.takeover_after,
-                config.timing.standdown_after,
-                config.timing.failback_interval_ms,
-                config.timing.failback_after,
-                config.maintenance_flag.display(),
-                config.token_file.display(),
-                config.app.as_ref().map_or("none".to_string(), |a| format!(
-                    "{} every {}ms fall={} rise={}",
-                    a.health_url, a.timing.interval_ms, a.timing.fall, a.timing.rise
-                ))
-            );
-            ExitCode::SUCCESS
-        }
-        ["status"] => status(&config),
-        ["maintenance", "on"] => maintenance(&config.maintenance_flag, true),
-        ["maintenance", "off"] => maintenance(&config.maintenance_flag, false),
-        [] => usage("missing command"),
-        other => usage(&format!("unknown command {:?}", other.join(" "))),
+        Ok(r) if (300..400).contains(&r.status) => println!(
+            "warning: egress.url {url} redirects (HTTP {} to {}): every egress check will \
+             fail; give the URL it redirects to, one that answers 2xx itself",
+            r.status,
+            r.location.as_deref().unwrap_or("no Location")
+        ),
+        Ok(r) => println!(
+            "warning: egress.url {url} answered HTTP {}: egress checks fail until it answers 2xx",
+            r.status
+        ),
+        Err(e) => println!("warning: egress.url {url} not reachable now: {e}"),
     }
 }
 
-fn usage(problem: &str) -> ExitCode {
-    eprintln!("failover-agent: {problem}\n{USAGE}");
-    ExitCode::from(2)
-}
-
-fn status(config: &Config) -> ExitCode {
+fn status(config: &Config, json: bool) -> ExitCode {
     let mut target = config.listen;
     if target.ip().is_unspecified() {
         target.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
@@ -102,10 +222,20 @@ fn status(config: &Config) -> ExitCode {
         })
     });
     match result {
-        Ok(r) if r.status == 200 => {
+        Ok(r) if r.status == 200 && json => {
             println!("{}", String::from_utf8_lossy(&r.body));
             ExitCode::SUCCESS
         }
+        Ok(r) if r.status == 200 => match serde_json::from_slice(&r.body) {
+            Ok(health) => {
+                println!("{}", status_text::render(&health, &target.to_string()));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("failover-agent: /health at {target} is not JSON: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Ok(r) => {
             eprintln!("failover-agent: /health answered HTTP {}", r.status);
             ExitCode::FAILURE
@@ -135,14 +265,16 @@ fn maintenance(flag: &Path, on: bool) -> ExitCode {
     match result {
         Ok(()) if on => {
             println!(
-                "maintenance on ({}): within one poll the agent stops the local connector and will not start it",
+                "maintenance on ({}): within one poll the agent stops the local connector (in a \
+                 shared tunnel, once the peer's is ready) and will not start it",
                 flag.display()
             );
             ExitCode::SUCCESS
         }
         Ok(()) => {
             println!(
-                "maintenance off ({}): a primary fails back after its good egress checks (about two fail-back periods)",
+                "maintenance off ({}): the connector starts again after its good egress checks \
+                 (about two fail-back periods)",
                 flag.display()
             );
             ExitCode::SUCCESS

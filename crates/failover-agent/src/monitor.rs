@@ -53,6 +53,7 @@ async fn turn(shared: &Shared, logged: &mut String) {
             Check::Egress => egress_once(shared, logged, &turn).await,
         }
     }
+    shared.tell_systemd_status();
 }
 
 /// Logs a hold only when its reason changed; carries out anything else.

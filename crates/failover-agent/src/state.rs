@@ -41,6 +41,8 @@ pub struct Shared {
     /// decides on a state the other is changing.
     pub actions: Arc<tokio::sync::Mutex<()>>,
     started: Instant,
+    /// The last `STATUS=` line sent to systemd.
+    told_status: Mutex<String>,
     /// systemd asked for watchdog pings.
     watchdog: bool,
 }
@@ -61,6 +63,7 @@ impl Shared {
             probes: Mutex::new(Probes::default()),
             actions: Arc::new(tokio::sync::Mutex::new(())),
             started: Instant::now(),
+            told_status: Mutex::new(String::new()),
             watchdog: sd_notify::watchdog_period().is_some(),
         }
     }
@@ -94,6 +97,36 @@ impl Shared {
 
     pub fn probes(&self) -> MutexGuard<'_, Probes> {
         self.probes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state in words on `systemctl status` (`STATUS=`), sent when it
+    /// changes.
+    pub fn tell_systemd_status(&self) {
+        let s = self.node().snapshot();
+        let connector = match s.local_running {
+            Some(true) => "connector running",
+            Some(false) => "connector stopped",
+            None => "connector not looked at yet",
+        };
+        let mut line = format!(
+            "{} ({}): {connector}",
+            s.role.as_str(),
+            s.role.topology().as_str()
+        );
+        if let Some(app) = s.app {
+            line += &format!(", app {}", app.as_str());
+        }
+        if s.maintenance {
+            line += ", MAINTENANCE";
+        }
+        line += &format!("; last: {}: {}", s.last_decision.as_str(), s.last_why);
+        // One line, and short: systemctl shows it in full.
+        let line: String = line.replace('\n', " ").chars().take(200).collect();
+        let mut told = self.told_status.lock().unwrap_or_else(|e| e.into_inner());
+        if *told != line {
+            sd_notify::notify(&format!("STATUS={line}"));
+            *told = line;
+        }
     }
 
     /// Tells systemd's watchdog the agent is alive. Called between the

@@ -100,9 +100,16 @@ fn api_endpoints_and_the_bearer_token() {
         assert!(value.parse::<f64>().is_ok(), "{name} = {value:?}");
     }
 
-    let status = node.run_cli(&dir, &["status"]);
+    let status = node.run_cli(&dir, &["status", "--json"]);
     assert!(status.status.success(), "{status:?}");
     assert!(String::from_utf8_lossy(&status.stdout).contains(r#""role":"standby""#));
+    // For a person, and without the token: an operator may not read it.
+    std::fs::remove_file(dir.path("token")).ok();
+    let status = node.run_cli(&dir, &["status"]);
+    assert!(status.status.success(), "{status:?}");
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("shared-tunnel, role standby"), "{text}");
+    assert!(text.contains("maintenance  off"), "{text}");
 }
 
 #[test]
