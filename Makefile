@@ -11,14 +11,14 @@ TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
 # wrangler under the toolchain's Node: wrangler 4.16x refuses the system Node 20.
 WRANGLER := bash scripts/wrangler.sh
 
-.PHONY: build test test-rust test-worker dry-run lint demo bench gate system clean dev deploy secret help
+.PHONY: build test test-rust test-worker test-dist dry-run lint demo bench gate system dist dist-check clean dev deploy secret help
 
 ## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
 build:
 	@$(TOOLCHAIN) && bash scripts/build-worker.sh
 
 ## test: every test: lint, test-rust, test-worker, a deploy dry run, the short system run and the demo unattended
-test: build dry-run lint test-rust test-worker
+test: build dry-run lint test-rust test-worker test-dist
 	@echo "==> make system, short (the whole deployment through the Tunnel edge simulator)"
 	@$(TOOLCHAIN) && cargo build --quiet -p failover-agent --bins && node tests/system/run.mjs --short
 	@echo "==> make demo, unattended (proves the walkthrough still works)"
@@ -31,6 +31,11 @@ test-rust:
 ## test-worker: the built Worker in Miniflare (tests/*.test.mjs)
 test-worker: build
 	@$(TOOLCHAIN) && node --test --test-concurrency=1 tests/*.test.mjs
+
+## test-dist: the x86_64 .deb built into target/dist-test and checked as dpkg and systemd see it
+test-dist:
+	@DIST_DIR=target/dist-test bash scripts/dist.sh x86_64
+	@bash tests/dist-check.sh target/dist-test/*.deb
 
 ## dry-run: what `make deploy` would upload, bundled into target/dry-run (wrangler deploy --dry-run; no account needed)
 dry-run: build
@@ -47,9 +52,9 @@ lint:
 demo: build
 	@$(TOOLCHAIN) && node scripts/demo.mjs
 
-## clean: delete build/ and the benchmark results (target/bench)
+## clean: delete build/, dist/ and the benchmark results (target/bench)
 clean:
-	rm -rf build target/bench
+	rm -rf build target/bench dist
 
 ## bench: the Worker vs the JavaScript anchor in one workerd, same origin (see bench/)
 bench: build
@@ -58,6 +63,15 @@ bench: build
 ## system: the Worker and real agents through the Tunnel edge simulator, under load; one table (tests/system/run.mjs)
 system: build
 	@$(TOOLCHAIN) && cargo build --quiet -p failover-agent --bins && node tests/system/run.mjs
+
+## dist: the agent's release files in dist/: static musl binaries and .debs for x86_64 and aarch64, SHA256SUMS, checked (scripts/dist.sh, tests/dist-check.sh)
+dist:
+	@bash scripts/dist.sh
+	@bash tests/dist-check.sh
+
+## dist-check: check the .debs in dist/ the way dpkg and systemd see them (tests/dist-check.sh)
+dist-check:
+	@bash tests/dist-check.sh
 
 ## gate: two real agents with fake connectors, timed end to end (see scripts/gate.sh)
 gate:
