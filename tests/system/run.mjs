@@ -270,7 +270,7 @@ async function sharedTunnel(dir) {
       report("5a shared tunnel: primary connector loses the edge", s, {
         failover: first - t0,
         back: (s.firstFrom("primary", t1)?.done ?? back) - t1,
-        note: "one tunnel: 530s until the standby serves",
+        note: "one origin: the edge's 530 (the Worker's 502) until the standby serves",
         bounds: [
           [first - t0 <= bound, `standby serving later than ${bound} ms`],
           [s.twice === 0, "POSTs executed twice"],
