@@ -51,11 +51,22 @@ pub fn run(config: Config) -> ExitCode {
     }
 }
 
+/// Binds `listen` and runs until SIGTERM or Ctrl-C.
 pub async fn serve(config: Config) -> Result<(), String> {
-    let client = client::Client::new()?;
-    let control = connector::from_config(&config.control, config.command_timeout);
     let listener =
         api::bind(config.listen).map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    serve_on(config, listener, shutdown_signal()).await
+}
+
+/// Runs the agent on a bound listener until `shutdown` completes (tests
+/// pass a listener on port 0 and a channel of their own).
+pub async fn serve_on(
+    config: Config,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let client = client::Client::new()?;
+    let control = connector::from_config(&config.control, config.command_timeout);
     log::info(&format!(
         "failover-agent {} ({}) listening on {} as {} ({}); connector via {}; poll every {} ms \
          (take over after {} misses), fail back after {} good egress checks {} ms apart{}",
@@ -86,7 +97,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
         Ok(()) => format!("the {task} task ended; exiting so the agent is restarted"),
     };
     let result = tokio::select! {
-        () = shutdown_signal() => {
+        () = shutdown => {
             // The connector is left as it is: restarting the agent must not
             // drop the tunnel.
             log::info("stopping on signal; the connector is left as it is");
