@@ -1,8 +1,9 @@
 //! `GET STATUS_PATH` with `Authorization: Bearer <STATUS_TOKEN>`: the health
-//! map as JSON. Without a configured token the path is proxied like any other.
+//! map as JSON, or as an HTML page for a client that prefers `text/html` (a
+//! browser). Without a configured token the path is proxied like any other.
 
 use failover_core::config::WorkerConfig;
-use failover_core::report::{self, BuildInfo};
+use failover_core::report::{self, page, BuildInfo};
 use failover_core::secret::bearer_matches;
 use failover_core::target::path_and_query;
 use worker::web_sys;
@@ -33,13 +34,32 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
         let _ = res.headers().set("www-authenticate", "Bearer");
         return res;
     }
-    let body = report::status(
+    let doc = report::status_document(
         &isolate.config,
         &isolate.health(),
         BUILD,
         crate::clock::now_ms(),
     );
-    let res = plain(200, &body);
-    let _ = res.headers().set("content-type", "application/json");
+    let accept = req.headers().get("accept").ok().flatten();
+    let res = if page::wants_html(accept.as_deref()) {
+        let res = plain(200, &page::html(&doc));
+        let headers = res.headers();
+        let _ = headers.set("content-type", "text/html; charset=utf-8");
+        // Belt and braces over the escaping: nothing on the page may run,
+        // load or be framed, whatever a string in it says.
+        let _ = headers.set(
+            "content-security-policy",
+            "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        );
+        let _ = headers.set("x-content-type-options", "nosniff");
+        let _ = headers.set("referrer-policy", "no-referrer");
+        res
+    } else {
+        let res = plain(200, &doc.to_string());
+        let _ = res.headers().set("content-type", "application/json");
+        res
+    };
+    // One URL, two bodies: no cache in between may hand one to the other.
+    let _ = res.headers().set("vary", "accept");
     res
 }

@@ -1,9 +1,15 @@
-// The status endpoint: JSON for the right token, 401 otherwise, and an
-// ordinary proxied path when no token is configured.
-import { test } from "node:test";
+// The status endpoint: JSON for the right token (an HTML page when a browser
+// asks), 401 otherwise, and an ordinary proxied path when no token is
+// configured; and scripts/status.mjs, the same table in a terminal.
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import http from "node:http";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
 import { startOrigin } from "./support/origin.mjs";
-import { startWorker, originsVar } from "./support/worker.mjs";
+import { startWorker, originsVar, eventually } from "./support/worker.mjs";
+import { COLUMNS, renderText, statusTable } from "../scripts/status.mjs";
 
 test("status endpoint with a token", async () => {
   const primary = await startOrigin("primary");
@@ -70,4 +76,246 @@ test("STATUS_PATH is configurable", async () => {
     await worker.dispose();
     await primary.stop();
   }
+});
+
+// --- The page for a person (text/html) and scripts/status.mjs ---------------
+
+const CHROME_ACCEPT =
+  "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7";
+const script = fileURLToPath(new URL("../scripts/status.mjs", import.meta.url));
+
+function runScript(args, env = {}) {
+  return new Promise((resolve) => {
+    // Async, never spawnSync: the origins the Worker calls live in this process.
+    execFile(
+      process.execPath,
+      [script, ...args],
+      { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => resolve({ code: error ? error.code : 0, stdout, stderr }),
+    );
+  });
+}
+
+// A GET with exactly these headers: fetch() would add `accept: */*` itself.
+function rawGet(url, headers) {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, body }));
+      })
+      .on("error", reject);
+  });
+}
+
+const unescapeHtml = (s) =>
+  s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, "&");
+
+// The page's table read back as text: rows of cells of lines, as
+// statusTable() makes them.
+function pageTable(page) {
+  const tbody = page.match(/<tbody>([\s\S]*?)<\/tbody>/)?.[1] ?? "";
+  const rows = [...tbody.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map(([, tr]) =>
+    [...tr.matchAll(/<td>([\s\S]*?)<\/td>/g)].map(([, td]) => [...td.matchAll(/<div[^>]*>([\s\S]*?)<\/div>/g)].map(([, l]) => unescapeHtml(l))),
+  );
+  const columns = [...page.matchAll(/<th>([\s\S]*?)<\/th>/g)].map(([, th]) => unescapeHtml(th));
+  const settings = [...page.matchAll(/<dt>([\s\S]*?)<\/dt><dd>([\s\S]*?)<\/dd>/g)].map(([, dt, dd]) => [unescapeHtml(dt), unescapeHtml(dd)]);
+  const about = [...page.matchAll(/<p class="muted">(?:<time[^>]*>)?([\s\S]*?)(?:<\/time>)?<\/p>/g)].map(([, p]) => unescapeHtml(p));
+  const nowMs = Date.parse(page.match(/<time datetime="([^"]+)">/)?.[1]);
+  return { nowMs, columns, about: about.slice(0, 2), rows, settings };
+}
+
+describe("the status page for a person", () => {
+  let primary;
+  let replica;
+  let worker;
+  const auth = { authorization: "Bearer s3cret-token" };
+  const statusUrl = () => `${worker.url}/__failover/status`;
+
+  before(async () => {
+    primary = await startOrigin("primary");
+    replica = await startOrigin("replica");
+    worker = await startWorker({ ORIGINS: originsVar(primary, replica), STATUS_TOKEN: "s3cret-token" });
+    primary.mode = 530;
+    await (await worker.fetch("/warm")).arrayBuffer();
+  });
+
+  after(async () => {
+    await worker?.dispose();
+    await primary?.stop();
+    await replica?.stop();
+  });
+
+  test("a browser's Accept gets HTML; */*, none and application/json get JSON", async () => {
+    const res = await worker.fetch("/__failover/status", { headers: { ...auth, accept: CHROME_ACCEPT } });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "text/html; charset=utf-8");
+    assert.equal(res.headers.get("cache-control"), "no-store");
+    assert.equal(res.headers.get("vary"), "accept");
+    assert.match(res.headers.get("content-security-policy"), /default-src 'none'/);
+    const page = await res.text();
+    assert.match(page, /^<!doctype html>/);
+    assert.match(page, /<td><div>primary<\/div><\/td><td><div class="down">down<\/div>/);
+    assert.match(page, /<td><div>replica<\/div><\/td><td><div class="up">up<\/div>/);
+    assert.match(page, /<div>status 530<\/div>/);
+    // Self-contained, and no more than the JSON shows.
+    assert.doesNotMatch(page, /<script|<link|src=|href=|127\.0\.0\.1|s3cret/i);
+
+    for (const accept of ["application/json", "*/*", "text/html;q=0.5, application/json", "application/json, text/html"]) {
+      const json = await worker.fetch("/__failover/status", { headers: { ...auth, accept } });
+      assert.equal(json.status, 200, accept);
+      assert.equal(json.headers.get("content-type"), "application/json", accept);
+      assert.equal(json.headers.get("cache-control"), "no-store", accept);
+      assert.equal(json.headers.get("vary"), "accept", accept);
+      assert.deepEqual(
+        (await json.json()).origins.map((o) => [o.name, o.state]),
+        [
+          ["primary", "down"],
+          ["replica", "up"],
+        ],
+        accept,
+      );
+    }
+    const bare = await rawGet(statusUrl(), auth);
+    assert.equal(bare.status, 200);
+    assert.equal(bare.headers["content-type"], "application/json");
+    assert.equal(JSON.parse(bare.body).origins.length, 2);
+  });
+
+  test("the page is as strict about the token as the JSON", async () => {
+    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "s3cret-token" }]) {
+      const denied = await worker.fetch("/__failover/status", { headers: { ...headers, accept: CHROME_ACCEPT } });
+      assert.equal(denied.status, 401, JSON.stringify(headers));
+      assert.equal(denied.headers.get("www-authenticate"), "Bearer");
+      assert.match(denied.headers.get("content-type"), /^text\/plain/);
+      assert.doesNotMatch(await denied.text(), /primary|replica|127\.0\.0\.1|<html/);
+    }
+    assert.equal(primary.hits("/__failover/status") + replica.hits("/__failover/status"), 0, "never proxied");
+  });
+
+  test("nothing from the request is reflected into the page", async () => {
+    const hostile = "<script>alert(1)</script>";
+    const res = await worker.fetch(`/__failover/status?x=${hostile}`, {
+      headers: { ...auth, accept: `text/html, ${hostile}`, "user-agent": hostile, referer: `http://e.test/${hostile}` },
+    });
+    assert.equal(res.status, 200);
+    const page = await res.text();
+    assert.doesNotMatch(page, /<script|alert/);
+  });
+
+  test("scripts/status.mjs prints the page's table, cell for cell", async () => {
+    // The page and the JSON are two requests: compare only when the health
+    // map did not move in between (it has no reason to, but probes run).
+    const json = async () => (await worker.fetch("/__failover/status", { headers: auth })).json();
+    const same = (a, b) => JSON.stringify({ ...a, now_ms: 0 }) === JSON.stringify({ ...b, now_ms: 0 });
+    const { page, doc } = await eventually(async () => {
+      const before = await json();
+      const page = await (await worker.fetch("/__failover/status", { headers: { ...auth, accept: CHROME_ACCEPT } })).text();
+      const after = await json();
+      return same(before, after) && { page, doc: after };
+    });
+    const fromPage = pageTable(page);
+    assert.ok(Number.isSafeInteger(fromPage.nowMs), "the page states its instant");
+    // The script's rules on the JSON, at the page's instant, give the page's cells.
+    const fromJson = statusTable({ ...doc, now_ms: fromPage.nowMs });
+    assert.deepEqual(fromPage.columns, COLUMNS);
+    assert.deepEqual(fromPage.about, fromJson.about);
+    assert.deepEqual(fromPage.rows, fromJson.rows);
+    assert.deepEqual(fromPage.settings, fromJson.settings);
+    assert.equal(fromPage.rows.length, 2);
+
+    // And the script itself, as a person runs it.
+    const run = await runScript([statusUrl()], { STATUS_TOKEN: "s3cret-token" });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stderr, "");
+    const lines = run.stdout.split("\n");
+    assert.match(lines.find((l) => l.startsWith("primary")) ?? "", /^primary\s+down\s+/);
+    assert.match(lines.find((l) => l.startsWith("replica")) ?? "", /^replica\s+up\s+/);
+    assert.match(run.stdout, /status 530/);
+    assert.match(run.stdout, /^ORIGIN\s+STATE\s+SINCE\s+LAST ERROR\s+COLO VIEW\s+GLOBAL VIEW$/m);
+    // Aligned: every origin's state starts in the header's STATE column.
+    const header = lines.find((l) => l.startsWith("ORIGIN"));
+    for (const name of ["primary", "replica"]) {
+      const line = lines.find((l) => l.startsWith(name));
+      assert.equal(line.search(/\s(up|down)\s/) + 1, header.indexOf("STATE"), line);
+    }
+    // A bare host means the default status path; --token works as well.
+    const bare = await runScript([worker.url, "--token", "s3cret-token"]);
+    assert.equal(bare.code, 0, bare.stderr);
+    assert.match(bare.stdout, /^replica\s+up/m);
+  });
+
+  test("scripts/status.mjs fails in one line on a refused token, a proxied path, non-JSON or no answer", async () => {
+    const denied = await runScript([statusUrl(), "--token", "wrong"]);
+    assert.equal(denied.code, 1);
+    assert.match(denied.stderr, /^status\.mjs: .*401.*\n$/);
+    assert.doesNotMatch(denied.stderr, /wrong/, "never prints the token");
+
+    // A path the Worker proxies: the origin answers JSON that is not ours.
+    const proxied = await runScript([`${worker.url}/elsewhere`], { STATUS_TOKEN: "s3cret-token" });
+    assert.equal(proxied.code, 1);
+    assert.match(proxied.stderr, /^status\.mjs: .*not a status document.*\n$/);
+
+    const plainText = await startOrigin("plain");
+    plainText.mode = 200; // answers 200 text/plain
+    try {
+      const notJson = await runScript([`${plainText.url}/__failover/status`], { STATUS_TOKEN: "t" });
+      assert.equal(notJson.code, 1);
+      assert.match(notJson.stderr, /^status\.mjs: .*did not answer JSON \(text\/plain\).*\n$/);
+    } finally {
+      await plainText.stop();
+    }
+    const unreachable = await runScript([`${plainText.url}/__failover/status`], { STATUS_TOKEN: "t" });
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stderr, /^status\.mjs: cannot reach .*ECONNREFUSED\n$/);
+
+    const usage = await runScript([statusUrl()]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /no token/);
+  });
+});
+
+test("a hostile origin name never reaches a page: the config refuses it", async () => {
+  // Names are checked at config time (letters, digits, - _ .), so this is
+  // the only answer such a Worker gives; the page's own escaping is proven
+  // in status_page.rs (every_string_is_escaped).
+  const primary = await startOrigin("primary");
+  const worker = await startWorker({
+    ORIGINS: JSON.stringify([{ name: "<script>alert(1)</script>", url: primary.url }]),
+    STATUS_TOKEN: "t",
+  });
+  try {
+    const res = await worker.fetch("/__failover/status", { headers: { authorization: "Bearer t", accept: CHROME_ACCEPT } });
+    assert.equal(res.status, 500);
+    assert.match(res.headers.get("content-type"), /^text\/plain/);
+    assert.match(await res.text(), /^configuration error in ORIGINS: entry 0: name/);
+  } finally {
+    await worker.dispose();
+    await primary.stop();
+  }
+});
+
+test("scripts/status.mjs keeps control characters off the terminal", () => {
+  const doc = {
+    version: "1",
+    revision: "r",
+    now_ms: 1785585605123,
+    origins: [
+      {
+        name: "\u001b[2J\u001b]0;pwned\u0007<script>",
+        state: "down\r",
+        last_error: "\u009b31m",
+        last_change_ms: 1785585593000,
+        local: { decided_by: "local" },
+        colo: null,
+        global: null,
+      },
+    ],
+  };
+  const out = renderText(statusTable(doc));
+  assert.doesNotMatch(out, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+  assert.match(out, /^\?\[2J\?\]0;pwned\?<script>\s+down\?\s+12s ago\s+\?31m\s+not read\s+not read$/m);
+  assert.match(out, /^\s+decided by local\s+2026-08-01 11:59:53 UTC$/m);
 });

@@ -1,5 +1,6 @@
 //! The JSON the Worker writes: one log line per health change and per failed
-//! attempt, and the status endpoint's document. Built here so the shell only
+//! attempt, and the status endpoint's document (and, in [`page`], the same
+//! document as an HTML page for a person). Built here so the shell only
 //! prints strings, and so the format is tested.
 
 use serde_json::{json, Value};
@@ -8,6 +9,11 @@ use crate::classify::Failure;
 use crate::config::WorkerConfig;
 use crate::health::{HealthMap, Transition};
 use crate::shared::SharedVerdict;
+
+// The page is a view of `status_document`, so it sits under this module;
+// its file is src/status_page.rs.
+#[path = "status_page.rs"]
+pub mod page;
 
 /// What was built into the deployed Worker.
 #[derive(Clone, Copy, Debug)]
@@ -75,6 +81,16 @@ pub fn status(
     build: BuildInfo<'_>,
     now_ms: u64,
 ) -> String {
+    status_document(config, health, build, now_ms).to_string()
+}
+
+/// The status document, for [`status`] to print and [`page::html`] to render.
+pub fn status_document(
+    config: &WorkerConfig,
+    health: &HealthMap,
+    build: BuildInfo<'_>,
+    now_ms: u64,
+) -> Value {
     let origins: Vec<Value> = config
         .origins
         .iter()
@@ -108,7 +124,6 @@ pub fn status(
         "health_rise": config.health_rise,
         "origins": origins,
     })
-    .to_string()
 }
 
 #[cfg(test)]
@@ -175,6 +190,27 @@ mod tests {
             json!({"state":"down","since_ms":40,"confirmed_ms":45})
         );
         assert_eq!(doc["origins"][1]["state"], "down");
+    }
+
+    #[test]
+    fn the_page_shows_what_the_document_does_and_no_more() {
+        let c = config();
+        let mut h = HealthMap::new(2, 2, 1, 1000);
+        h.record_failure(0, Failure::Refused, 42);
+        let build = BuildInfo {
+            version: "1.2.3",
+            revision: "abc",
+        };
+        let page = page::html(&super::status_document(&c, &h, build, 50));
+        for shown in ["primary", "replica", "refused", "1.2.3", "abc"] {
+            assert!(page.contains(shown), "{shown}");
+        }
+        // The JSON never names an origin's URL; neither may the page.
+        assert!(!page.contains("example"), "{page}");
+        assert_eq!(
+            status(&c, &h, build, 50),
+            super::status_document(&c, &h, build, 50).to_string()
+        );
     }
 
     #[test]

@@ -22,6 +22,70 @@ pub enum Decision {
     Withdraw,
 }
 
+/// Why a decision was taken, typed: logs carry the prose, metrics and tests
+/// count these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Reason {
+    /// Nothing to change (a hold).
+    Steady,
+    /// Standby: the peer's connector missed `takeover_after` looks.
+    PeerMissed,
+    /// Standby: the peer's connector is ready again.
+    PeerReady,
+    /// Primary or tunnel per node: egress proven (and the app up).
+    EgressProven,
+    /// The maintenance flag is set.
+    Maintenance,
+    /// The app failed `fall` checks.
+    AppDown,
+    /// Tunnel per node: the running connector held no edge connection for
+    /// `takeover_after` looks.
+    UplinkLost,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 7] = [
+        Reason::Steady,
+        Reason::PeerMissed,
+        Reason::PeerReady,
+        Reason::EgressProven,
+        Reason::Maintenance,
+        Reason::AppDown,
+        Reason::UplinkLost,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Steady => "steady",
+            Reason::PeerMissed => "peer-missed",
+            Reason::PeerReady => "peer-ready",
+            Reason::EgressProven => "egress-proven",
+            Reason::Maintenance => "maintenance",
+            Reason::AppDown => "app-down",
+            Reason::UplinkLost => "uplink-lost",
+        }
+    }
+
+    fn index(self) -> usize {
+        Reason::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
+/// Decisions carried out, counted by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReasonCounts([u64; 7]);
+
+impl ReasonCounts {
+    pub fn add(&mut self, reason: Reason) {
+        let slot = &mut self.0[reason.index()];
+        *slot = slot.saturating_add(1);
+    }
+
+    pub fn get(&self, reason: Reason) -> u64 {
+        self.0[reason.index()]
+    }
+}
+
 /// One side effect, in the order an [`Outcome`] lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -112,14 +176,21 @@ impl Decision {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     pub decision: Decision,
+    pub reason: Reason,
     pub why: String,
     pub actions: &'static [Action],
 }
 
 impl Outcome {
-    pub fn new(decision: Decision, topology: Topology, why: impl Into<String>) -> Self {
+    pub fn new(
+        decision: Decision,
+        reason: Reason,
+        topology: Topology,
+        why: impl Into<String>,
+    ) -> Self {
         Outcome {
             decision,
+            reason,
             why: why.into(),
             actions: decision.actions(topology),
         }
@@ -128,6 +199,7 @@ impl Outcome {
     pub fn hold(why: impl Into<String>) -> Self {
         Outcome {
             decision: Decision::Hold,
+            reason: Reason::Steady,
             why: why.into(),
             actions: &[],
         }
@@ -135,9 +207,10 @@ impl Outcome {
 
     /// A repeated take-over within one episode: the peer was asked to stand
     /// down already, so only the local start is tried again.
-    pub fn retry_start(decision: Decision, why: impl Into<String>) -> Self {
+    pub fn retry_start(decision: Decision, reason: Reason, why: impl Into<String>) -> Self {
         Outcome {
             decision,
+            reason,
             why: why.into(),
             actions: &RETRY_START,
         }

@@ -7,7 +7,7 @@
 //! at what.
 
 use super::app::{AppState, AppTiming, AppWatch};
-use super::decision::{Decision, Outcome, Topology};
+use super::decision::{Decision, Outcome, Reason, ReasonCounts, Topology};
 use super::failback::FailBack;
 use super::maintenance::Maintenance;
 use super::peer_watch::PeerWatch;
@@ -89,6 +89,8 @@ pub struct Snapshot {
     pub failbacks: u64,
     pub drains: u64,
     pub withdrawals: u64,
+    /// Decisions carried out, by reason.
+    pub reasons: ReasonCounts,
     pub peer_misses_in_a_row: u32,
     pub peer_misses_total: u64,
     pub egress_good_in_a_row: u32,
@@ -121,6 +123,7 @@ pub struct Node {
     failbacks: u64,
     drains: u64,
     withdrawals: u64,
+    reasons: ReasonCounts,
     /// This take-over episode already asked the peer to stand down.
     asked_peer: bool,
     /// An operator started the connector through the API while the
@@ -169,6 +172,7 @@ impl Node {
             failbacks: 0,
             drains: 0,
             withdrawals: 0,
+            reasons: ReasonCounts::default(),
             asked_peer: false,
             operator_started: false,
         }
@@ -414,6 +418,7 @@ impl Node {
             failbacks: self.failbacks,
             drains: self.drains,
             withdrawals: self.withdrawals,
+            reasons: self.reasons,
             peer_misses_in_a_row: self.peer.misses_in_a_row(),
             peer_misses_total: self.peer.misses_total(),
             egress_good_in_a_row: self.failback.good_in_a_row(),
@@ -470,7 +475,7 @@ impl Node {
                          traffic to the other tunnel"
                     }
                 };
-                return Outcome::new(Decision::Drain, topology, why);
+                return Outcome::new(Decision::Drain, Reason::Maintenance, topology, why);
             }
             return Outcome::hold(hold_why);
         }
@@ -478,6 +483,7 @@ impl Node {
             if let Some(app) = self.app.as_ref().filter(|a| a.state() == AppState::Down) {
                 return Outcome::new(
                     Decision::Withdraw,
+                    Reason::AppDown,
                     topology,
                     format!(
                         "app down: {} failed check(s) in a row (last: {}): stopping the local \
@@ -490,6 +496,7 @@ impl Node {
             if self.role == Role::Node && self.own.peer_is_down() {
                 return Outcome::new(
                     Decision::Withdraw,
+                    Reason::UplinkLost,
                     topology,
                     format!(
                         "local connector running but not ready for {} look(s) in a row (last: \
@@ -514,6 +521,7 @@ impl Node {
                 if self.asked_peer {
                     Outcome::retry_start(
                         Decision::TakeOver,
+                        Reason::PeerMissed,
                         format!(
                             "{missed} and the local connector is not running yet: starting it \
                              again (the peer was asked to stand down already)"
@@ -522,6 +530,7 @@ impl Node {
                 } else {
                     Outcome::new(
                         Decision::TakeOver,
+                        Reason::PeerMissed,
                         topology,
                         format!(
                             "{missed}: starting the local connector and asking the peer to \
@@ -537,6 +546,7 @@ impl Node {
             {
                 Outcome::new(
                     Decision::StandDown,
+                    Reason::PeerReady,
                     topology,
                     format!(
                         "peer connector ready for {} check(s) in a row (last: {}): stopping the \
@@ -558,6 +568,7 @@ impl Node {
                 };
                 Outcome::new(
                     Decision::FailBack,
+                    Reason::EgressProven,
                     topology,
                     format!(
                         "local connector not running, egress good for {} check(s) in a row{app}: \
@@ -575,6 +586,7 @@ impl Node {
     /// the start or stop failed, and the rule then decides again.
     fn carry_out(&mut self, now_ms: u64, outcome: &Outcome) {
         self.last_transition_ms = Some(now_ms);
+        self.reasons.add(outcome.reason);
         match outcome.decision {
             Decision::Hold => {}
             Decision::TakeOver => {
@@ -607,7 +619,7 @@ impl Node {
                 // A lost uplink soon after a fail-back is the link flapping:
                 // the next fail-back needs a longer proof, as after a
                 // take-over. A dead app says nothing about the link.
-                if self.own.peer_is_down() && self.role == Role::Node {
+                if outcome.reason == Reason::UplinkLost {
                     self.failback.peer_ordered_stop(now_ms, true);
                 }
                 self.local_running = Some(false);

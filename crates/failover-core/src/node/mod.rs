@@ -32,7 +32,7 @@ mod per_node_simulation;
 mod simulation;
 
 pub use app::{AppState, AppTiming};
-pub use decision::{Action, Decision, Outcome, Topology};
+pub use decision::{Action, Decision, Outcome, Reason, ReasonCounts, Topology};
 pub use machine::{HandoverRefused, Node, Role, Snapshot};
 pub use readiness::{PeerView, Readiness};
 pub use schedule::Check;

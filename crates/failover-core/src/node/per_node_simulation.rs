@@ -7,7 +7,7 @@
 //! Left out: the time a start, a stop or an edge registration takes.
 
 use super::app::AppTiming;
-use super::decision::{Action, Decision, Outcome};
+use super::decision::{Action, Decision, Outcome, Reason};
 use super::machine::{Node, Role};
 use super::readiness::Readiness;
 use super::schedule::Check;
@@ -167,6 +167,9 @@ fn app_down_withdraws_within_fall_checks_and_returns_within_rise_checks() {
         assert_eq!(d, Decision::FailBack);
         assert!(at - back <= 2_000, "{} ms", at - back);
         assert_eq!(sim.log.len(), 2, "{:?}", sim.log);
+        let reasons = sim.node.snapshot().reasons;
+        assert_eq!(reasons.get(Reason::AppDown), 1);
+        assert_eq!(reasons.get(Reason::UplinkLost), 0);
     }
 }
 
@@ -187,6 +190,9 @@ fn uplink_lost_withdraws_then_fails_back_after_proven_egress() {
     assert_eq!(d, Decision::FailBack);
     assert!(at - back <= 2_000 + 1_000, "{} ms", at - back);
     assert!(sim.serving());
+    let reasons = sim.node.snapshot().reasons;
+    assert_eq!(reasons.get(Reason::UplinkLost), 1);
+    assert_eq!(reasons.get(Reason::AppDown), 0);
 }
 
 #[test]
