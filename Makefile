@@ -11,7 +11,7 @@ TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
 # wrangler under the toolchain's Node: wrangler 4.16x refuses the system Node 20.
 WRANGLER := bash scripts/wrangler.sh
 
-.PHONY: build test test-rust test-worker test-dist dry-run lint demo bench gate system dist dist-check clean dev deploy secret help
+.PHONY: build test test-rust test-worker test-dist dry-run lint demo bench gate system dist dist-check clean dev deploy secret status help
 
 ## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
 build:
@@ -93,6 +93,11 @@ deploy:
 secret:
 	@$(if $(NAME),,$(error NAME is missing: say which secret, e.g. make secret NAME=STATUS_TOKEN))
 	@$(WRANGLER) secret put '$(NAME)' $(ARGS)
+
+## status: the deployed Worker's status table: make status URL=https://www.example.com (token from STATUS_TOKEN)
+status:
+	@$(if $(URL),,$(error URL is missing: e.g. make status URL=https://www.example.com))
+	@node scripts/status.mjs '$(URL)' $(ARGS)
 
 ## help: this list
 help:

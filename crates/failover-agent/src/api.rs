@@ -148,6 +148,11 @@ fn health(shared: &Shared) -> Answer {
             "failbacks": s.failbacks,
             "drains": s.drains,
             "withdrawals": s.withdrawals,
+            "reasons": failover_core::node::Reason::ALL
+                .iter()
+                .filter(|r| s.reasons.get(**r) > 0)
+                .map(|r| (r.as_str().to_string(), serde_json::json!(s.reasons.get(*r))))
+                .collect::<serde_json::Map<_, _>>(),
             "peer_misses_in_a_row": s.peer_misses_in_a_row,
             "peer_misses_total": s.peer_misses_total,
             "egress_good_in_a_row": s.egress_good_in_a_row,

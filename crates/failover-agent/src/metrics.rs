@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use failover_core::node::AppState;
+use failover_core::node::{AppState, Reason};
 
 use crate::state::Shared;
 
@@ -26,6 +26,20 @@ pub fn render(shared: &Shared) -> String {
         crate::build::VERSION,
         crate::build::REVISION
     );
+    // Decisions by their typed reason, one sample each.
+    let _ = writeln!(
+        out,
+        "# HELP failover_agent_decisions_total Decisions carried out, by reason.\n\
+         # TYPE failover_agent_decisions_total counter"
+    );
+    for reason in Reason::ALL.into_iter().filter(|r| *r != Reason::Steady) {
+        let _ = writeln!(
+            out,
+            "failover_agent_decisions_total{{{labels},reason=\"{}\"}} {}",
+            reason.as_str(),
+            s.reasons.get(reason)
+        );
+    }
     let mut metric = |name: &str, kind: &str, help: &str, value: Option<f64>| {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");

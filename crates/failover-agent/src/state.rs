@@ -213,13 +213,16 @@ impl Shared {
             }
             (Action::AskPeerToStop, Some(url)) => {
                 // A take-over insists (the peer that missed our looks must
-                // stop, or its link's flapping goes undamped); a fail-back
-                // does not: a standby busy taking over stands down by
+                // stop, or its link's flapping goes undamped). A fail-back
+                // waits out one ordinary turn of the standby (a peer look
+                // holds its lock for up to a probe timeout), but gives up
+                // first when the two cross: the standby's take-over is then
+                // let through, and a standby merely slow stands down by
                 // itself once it sees ours ready.
                 let retry_busy = if decision == Decision::TakeOver {
                     self.config.command_timeout
                 } else {
-                    Duration::ZERO
+                    self.config.probe_timeout * 3
                 };
                 peer::ask_to_stop(self, url, retry_busy).await;
                 true

@@ -3,6 +3,9 @@
 //! API. One thread runs both the agent and the bad app, so a check that
 //! blocked would stop `/health` from answering too.
 
+// Test helpers: a failed unwrap here is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

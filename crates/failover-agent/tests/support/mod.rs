@@ -1,5 +1,7 @@
 //! Real processes on loopback: agents, fake connectors, egress servers.
 #![allow(dead_code)]
+// Test support: a failed expect here is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fs::File;
 use std::io::{Read, Write};
