@@ -15,9 +15,6 @@ use worker::{Cache, Context, Headers, Response};
 use crate::isolate::Isolate;
 use crate::{clock, log};
 
-/// Reads are this far apart at most, per isolate.
-const READ_EVERY_MS: u64 = 250;
-
 fn key(origin_name: &str) -> String {
     format!("https://tunnel-failover.internal/health/{origin_name}")
 }
@@ -26,10 +23,6 @@ fn key(origin_name: &str) -> String {
 /// intervals. By then the isolates that adopted it have probed for themselves.
 pub fn max_age_ms(isolate: &Isolate) -> u64 {
     isolate.config.health_interval_ms.saturating_mul(2)
-}
-
-pub fn read_every_ms(health_interval_ms: u64) -> u64 {
-    READ_EVERY_MS.min(health_interval_ms)
 }
 
 /// Reads every origin's colo verdict if the read is due, adopting the fresh

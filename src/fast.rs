@@ -3,7 +3,7 @@
 //! when some periodic work falls due. So Rust grants src/js/entry.mjs a
 //! *lease* on its decision: which origin, until when. While the lease holds,
 //! JS sends requests without entering Wasm at all; any change to the health
-//! map revokes it (`Isolate::health_mut`), and the full path (`fetch`,
+//! map's routing revokes it (`Isolate::change_health`), and the full path (`fetch`,
 //! `fetch_after`) does all other work: bodies, the status endpoint, probes,
 //! shared-health reads, a failed attempt. `make bench` measured the two Wasm
 //! calls per request this replaces at about 3% of throughput.
@@ -13,24 +13,14 @@ use worker::wasm_bindgen::JsValue;
 use worker::{js_sys, web_sys, Context, Env};
 
 use crate::isolate::{self, Loaded};
-use crate::{clock, forward, proxy};
-
-#[wasm_bindgen(module = "/src/js/lease.mjs")]
-extern "C" {
-    /// Ends the current lease: the next request asks `fast_lease` again.
-    pub fn revoke_lease();
-    /// When the fast path last got an answer from `origin` (ms, 0 if never):
-    /// evidence that the health map pulls before adopting a shared verdict.
-    pub fn fast_evidence(origin: usize) -> f64;
-}
+use crate::proxy::proxy;
+use crate::{clock, forward};
 
 /// The lease, or None when the full path has work to do first (a probe,
 /// colo read or checker consultation is due, a broken config, no healthy
-/// origin). As an array: origin index, valid until (ms), the origin's base
-/// URL, its name, the attempt timeout (ms), and the status path if the
-/// status endpoint is on.
+/// origin). An object with the fields of `lease` in src/js/lease.mjs.
 #[wasm_bindgen]
-pub fn fast_lease(env: &Env) -> Option<js_sys::Array> {
+pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
         return None;
     };
@@ -55,14 +45,23 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Array> {
         Some(_) => JsValue::from_str(&config.status_path),
         None => JsValue::UNDEFINED,
     };
-    let lease = js_sys::Array::of5(
-        &JsValue::from_f64(index as f64),
-        &JsValue::from_f64(until as f64),
-        &JsValue::from_str(&origin.base),
-        &JsValue::from_str(&origin.name),
-        &JsValue::from_f64(config.attempt_timeout_ms as f64),
-    );
-    lease.push(&status_path);
+    let lease = js_sys::Object::new();
+    let fields: [(&str, JsValue); 7] = [
+        ("origin", JsValue::from_f64(index as f64)),
+        ("until", JsValue::from_f64(until as f64)),
+        ("base", JsValue::from_str(&origin.base)),
+        ("name", JsValue::from_str(&origin.name)),
+        (
+            "timeoutMs",
+            JsValue::from_f64(config.attempt_timeout_ms as f64),
+        ),
+        ("statusPath", status_path),
+        ("generation", JsValue::from_f64(isolate.generation() as f64)),
+    ];
+    for (name, value) in fields {
+        // Setting a property on a fresh plain object cannot fail.
+        let _ = js_sys::Reflect::set(&lease, &JsValue::from_str(name), &value);
+    }
     Some(lease)
 }
 

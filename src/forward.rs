@@ -4,12 +4,12 @@
 
 use failover_core::classify::{classify_fetch_error, classify_status, Failure};
 use failover_core::config::Origin;
-use wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, web_sys};
 
 use crate::body::RequestBody;
+use crate::js_bridge::{attempt_js, probe_js};
 
 pub enum Outcome {
     /// The origin answered with something the client should get.
@@ -47,21 +47,6 @@ pub enum Sent {
     Response(web_sys::Response),
     Failed(Failure),
     Refused,
-}
-
-// The attempt itself is JS (src/js/attempt.mjs, shared with the fast path
-// in entry.mjs): one crossing in, one promise out.
-#[wasm_bindgen(module = "/src/js/attempt.mjs")]
-extern "C" {
-    fn attempt_js(
-        url: &str,
-        method: &str,
-        headers: Option<&web_sys::Headers>,
-        body: Option<&JsValue>,
-        streamed_length: Option<f64>,
-        timeout_ms: u32,
-    ) -> js_sys::Promise;
-    fn probe_js(url: &str, timeout_ms: u32) -> js_sys::Promise;
 }
 
 /// `fetch` with the timeout. A request that times out is abandoned, not

@@ -1,21 +1,26 @@
 //! What lives as long as the isolate: the parsed config and the health map.
 //! Config is read from `[vars]` once; a new deployment gets new isolates.
 
-use std::cell::{Ref, RefCell, RefMut};
+use std::cell::{Cell, Ref, RefCell};
 use std::rc::Rc;
 
 use failover_core::config::{WorkerConfig, SETTINGS};
 use failover_core::health::HealthMap;
 use failover_core::report;
-use failover_core::shared::{Cadence, SharedVerdict, Source};
+use failover_core::shared::{colo_read_every_ms, Cadence, SharedVerdict, Source};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, Env};
+
+use crate::{clock, js_bridge, log};
 
 pub struct Isolate {
     pub config: WorkerConfig,
     /// Never borrowed across an `.await`: requests interleave at awaits.
-    /// Private so that every change goes through `health_mut`.
+    /// Private so that every change goes through `change_health`.
     health: RefCell<HealthMap>,
+    /// Bumped whenever a change alters what the fast path's lease rests on
+    /// (which origins are up, or an earlier due probe); a bump revokes it.
+    generation: Cell<u64>,
     /// When the colo's shared verdicts were last read.
     pub colo_reads: RefCell<Cadence>,
     /// When the global checker was last consulted.
@@ -27,33 +32,72 @@ impl Isolate {
         self.health.borrow()
     }
 
-    /// The health map, to change it: the fast path's lease on the old state
-    /// ends here (src/fast.rs).
-    pub fn health_mut(&self) -> RefMut<'_, HealthMap> {
-        crate::fast::revoke_lease();
-        self.health.borrow_mut()
+    /// Changes the health map. When the change moves what the fast path's
+    /// lease rests on (which origins are up, or a probe now due earlier),
+    /// the generation moves on and the lease is revoked (src/fast.rs);
+    /// anything else (a streak counter, a probe taken) leaves it standing.
+    pub fn change_health<T>(&self, change: impl FnOnce(&mut HealthMap) -> T) -> T {
+        let mut health = self.health.borrow_mut();
+        let before = Routing::of(&health);
+        let result = change(&mut health);
+        if Routing::of(&health).moved_from(&before) {
+            self.generation.set(self.generation.get().wrapping_add(1));
+            js_bridge::revoke_lease();
+        }
+        result
+    }
+
+    /// Changes since the isolate started that revoked the lease.
+    pub fn generation(&self) -> u64 {
+        self.generation.get()
     }
 
     /// Records an answer from `origin` as evidence. It changes no verdict,
     /// so the fast path's lease stands.
     pub fn answered(&self, origin: usize, now_ms: u64) {
-        self.health.borrow_mut().record_success(origin, now_ms);
+        self.change_health(|h| h.record_success(origin, now_ms));
     }
 
     /// Offers a shared verdict to the health map, logging a flip it causes.
     /// The fast path's latest answer from the origin counts as evidence
     /// against it, like the full path's.
     pub fn adopt(&self, origin: usize, verdict: SharedVerdict, source: Source, max_age_ms: u64) {
-        let seen = crate::fast::fast_evidence(origin);
-        let mut health = self.health_mut();
-        if seen.is_finite() && seen > 0.0 {
-            health.record_success(origin, seen as u64);
-        }
-        let change = health.adopt(origin, verdict, source, crate::clock::now_ms(), max_age_ms);
-        drop(health);
+        let seen = js_bridge::fast_evidence(origin);
+        let change = self.change_health(|health| {
+            if seen.is_finite() && seen > 0.0 {
+                health.record_success(origin, seen as u64);
+            }
+            health.adopt(origin, verdict, source, clock::now_ms(), max_age_ms)
+        });
         if let Some(change) = change {
-            crate::log::line(&report::health_change(&self.config, &change));
+            log::line(&report::health_change(&self.config, &change));
         }
+    }
+}
+
+/// What the fast path's lease depends on in the health map.
+#[derive(PartialEq, Eq)]
+struct Routing {
+    up: Vec<bool>,
+    next_probe_ms: Option<u64>,
+}
+
+impl Routing {
+    fn of(health: &HealthMap) -> Routing {
+        Routing {
+            up: (0..health.len()).map(|i| health.is_up(i)).collect(),
+            next_probe_ms: health.next_probe_ms(),
+        }
+    }
+
+    /// A verdict flipped, or a probe fell due earlier than the lease knew.
+    fn moved_from(&self, before: &Routing) -> bool {
+        let earlier = match (self.next_probe_ms, before.next_probe_ms) {
+            (Some(now), Some(then)) => now < then,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        self.up != before.up || earlier
     }
 }
 
@@ -82,11 +126,12 @@ pub fn load(env: &Env) -> Loaded {
                 1,
                 config.health_interval_ms,
             );
-            let colo_reads = Cadence::new(crate::colo::read_every_ms(config.health_interval_ms));
+            let colo_reads = Cadence::new(colo_read_every_ms(config.health_interval_ms));
             let global_reads = Cadence::new(config.health_interval_ms);
             Loaded::Ready(Rc::new(Isolate {
                 config,
                 health: RefCell::new(health),
+                generation: Cell::new(0),
                 colo_reads: RefCell::new(colo_reads),
                 global_reads: RefCell::new(global_reads),
             }))
@@ -94,7 +139,7 @@ pub fn load(env: &Env) -> Loaded {
         Err(e) => {
             let problem = e.to_string();
             // Logged once per isolate, not once per request.
-            crate::log::line(&report::config_error(&problem));
+            log::line(&report::config_error(&problem));
             Loaded::Broken(problem.into())
         }
     };

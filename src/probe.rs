@@ -17,7 +17,7 @@ pub fn start_due(ctx: &Context, isolate: &Rc<Isolate>, now_ms: u64) {
     if !isolate.health().probe_due(now_ms) {
         return;
     }
-    let due = isolate.health_mut().take_due_probes(now_ms);
+    let due = isolate.change_health(|h| h.take_due_probes(now_ms));
     let isolate = Rc::clone(isolate);
     ctx.wait_until(async move {
         join_all(
@@ -33,9 +33,7 @@ async fn probe(isolate: Rc<Isolate>, origin: usize) {
         return;
     };
     let result = forward::probe(target, isolate.config.attempt_timeout_ms).await;
-    let change = isolate
-        .health_mut()
-        .record_probe(origin, result, clock::now_ms());
+    let change = isolate.change_health(|h| h.record_probe(origin, result, clock::now_ms()));
     if let Some(change) = &change {
         log::line(&report::health_change(&isolate.config, change));
     }

@@ -10,7 +10,8 @@ import { HOSTILE_PATHS } from "./support/hostile.mjs";
 const BASE = "https://primary.example.com:8443";
 
 function leased(statusPath) {
-  assert.equal(grant([0, Date.now() + 60_000, BASE, "primary", 6000, statusPath]), true);
+  const granted = { origin: 0, until: Date.now() + 60_000, base: BASE, name: "primary", timeoutMs: 6000, statusPath, generation: 0 };
+  assert.equal(grant(granted, 0), true);
 }
 
 // What request.url looks like once the runtime has parsed an origin-form

@@ -10,6 +10,7 @@ export const lease = {
   name: "",
   timeoutMs: 0,
   statusPath: undefined, // set when the status endpoint is on
+  generation: -1, // Rust's health generation it was granted at (isolate.rs)
   instance: -1, // the Wasm instance that granted it (see entry.mjs)
 };
 
@@ -22,10 +23,17 @@ export function revoke_lease() {
   lease.until = 0;
 }
 
-// Takes a lease as `fast_lease` returns it; false when there is none.
+// Takes a lease as `fast_lease` returns it (an object with the fields
+// above, named on both sides); false when there is none.
 export function grant(granted, instance) {
   if (granted === undefined) return false;
-  [lease.origin, lease.until, lease.base, lease.name, lease.timeoutMs, lease.statusPath] = granted;
+  lease.origin = granted.origin;
+  lease.until = granted.until;
+  lease.base = granted.base;
+  lease.name = granted.name;
+  lease.timeoutMs = granted.timeoutMs;
+  lease.statusPath = granted.statusPath;
+  lease.generation = granted.generation;
   lease.instance = instance;
   return true;
 }

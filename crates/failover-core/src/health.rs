@@ -116,6 +116,15 @@ impl HealthMap {
         &self.origins
     }
 
+    /// How many origins the map holds.
+    pub fn len(&self) -> usize {
+        self.origins.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.origins.is_empty()
+    }
+
     pub fn is_up(&self, origin: usize) -> bool {
         self.origins.get(origin).is_some_and(|o| o.streak.is_up())
     }

@@ -98,6 +98,13 @@ pub fn decode_map(text: &str) -> Vec<(&str, SharedVerdict)> {
         .collect()
 }
 
+/// How far apart an isolate reads the colo's shared verdicts, at most: 250
+/// ms, or the probe interval when that is shorter.
+pub fn colo_read_every_ms(health_interval_ms: u64) -> u64 {
+    const READ_EVERY_MS: u64 = 250;
+    READ_EVERY_MS.min(health_interval_ms)
+}
+
 /// A "do this at most once per period" timer, for cache reads and checker
 /// consultations that must not run on every request.
 #[derive(Clone, Debug)]

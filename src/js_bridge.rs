@@ -1,0 +1,31 @@
+//! Every JS function the Rust shell imports, in one leaf module: the lease
+//! (src/js/lease.mjs) and the attempt (src/js/attempt.mjs). Nothing here
+//! depends on the rest of the shell.
+
+use worker::wasm_bindgen::prelude::wasm_bindgen;
+use worker::wasm_bindgen::JsValue;
+use worker::{js_sys, web_sys};
+
+#[wasm_bindgen(module = "/src/js/lease.mjs")]
+extern "C" {
+    /// Ends the current lease: the next request asks `fast_lease` again.
+    pub fn revoke_lease();
+    /// When the fast path last got an answer from `origin` (ms, 0 if never):
+    /// evidence that the health map pulls before adopting a shared verdict.
+    pub fn fast_evidence(origin: usize) -> f64;
+}
+
+// The attempt itself is JS (shared with the fast path in entry.mjs): one
+// crossing in, one promise out.
+#[wasm_bindgen(module = "/src/js/attempt.mjs")]
+extern "C" {
+    pub fn attempt_js(
+        url: &str,
+        method: &str,
+        headers: Option<&web_sys::Headers>,
+        body: Option<&JsValue>,
+        streamed_length: Option<f64>,
+        timeout_ms: u32,
+    ) -> js_sys::Promise;
+    pub fn probe_js(url: &str, timeout_ms: u32) -> js_sys::Promise;
+}

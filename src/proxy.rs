@@ -1,0 +1,115 @@
+//! The full path: the whole request, the slow and complete way. Bodies, the
+//! status endpoint, due probes and shared-health reads, and the walk over
+//! the origins after a failed attempt (the fast path, src/js/entry.mjs,
+//! hands its failures here through `fast::fetch_after`).
+
+use std::rc::Rc;
+
+use failover_core::attempts::{AfterFailure, Attempts};
+use failover_core::classify::Failure;
+use failover_core::replay::BodyPlan;
+use failover_core::target::upstream_url;
+use worker::{web_sys, Context, Env};
+
+use crate::body::{self, BodyError};
+use crate::forward::{self, Outcome};
+use crate::isolate::Isolate;
+use crate::{clock, colo, global, log, probe, respond, status};
+
+/// The whole request, the slow and complete way. `first` is an attempt the
+/// fast path (src/js/entry.mjs) already made and that did not succeed: the
+/// walk over the origins picks up from there.
+pub async fn proxy(
+    req: web_sys::Request,
+    isolate: &Rc<Isolate>,
+    env: &Env,
+    ctx: &Context,
+    mut first: Option<(usize, Outcome)>,
+) -> web_sys::Response {
+    let config = &isolate.config;
+    let url = req.url();
+    let now = clock::now_ms();
+    colo::refresh(isolate, now).await;
+    global::consult_if_due(ctx, env, isolate, now);
+    if status::is_status_request(&req, &url, config) {
+        return status::answer(&req, isolate);
+    }
+    probe::start_due(ctx, isolate, now);
+
+    let method = req.method();
+    let body = match body::RequestBody::prepare(&req, &method, config.replay_body_max_bytes).await {
+        Ok(body) => body,
+        Err(BodyError::Unreadable) => {
+            return respond::plain(400, "the request body could not be read")
+        }
+        Err(BodyError::NotAllowed) => {
+            return respond::plain(
+                400,
+                "a GET or HEAD request cannot carry a body through this proxy",
+            )
+        }
+    };
+    let headers = req.headers();
+    let mut order = isolate.health().attempt_order();
+    if let Some((tried, _)) = &first {
+        order.retain(|o| o != tried);
+        order.insert(0, *tried);
+    }
+    let mut attempts = Attempts::new(order, &method, body.plan());
+    let Some(mut current) = attempts.first() else {
+        return respond::plain(502, "no origin is configured");
+    };
+    loop {
+        let Some(origin) = config.origins.get(current) else {
+            return respond::plain(502, "no origin is available");
+        };
+        let Some(target) = upstream_url(&origin.base, &url) else {
+            return respond::plain(400, "the request path is not allowed");
+        };
+        let outcome = match first.take() {
+            Some((_, outcome)) => outcome,
+            None => {
+                forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms).await
+            }
+        };
+        let (failure, failed_response) = match outcome {
+            Outcome::Answer(res) => {
+                // Evidence too: an older shared "down" must not override it.
+                isolate.answered(current, now);
+                return respond::served_by(res, &origin.name, current != 0);
+            }
+            Outcome::Failed(failure, res) => (failure, res),
+            Outcome::Refused => return respond::plain(400, "the request could not be forwarded"),
+        };
+        // A broken upload stream may be the client's doing (it went away):
+        // no reason to call the origin down.
+        let origin_at_fault = !(body.plan() == BodyPlan::Streamed && failure == Failure::Network);
+        let change = if origin_at_fault {
+            isolate.change_health(|h| h.record_failure(current, failure, clock::now_ms()))
+        } else {
+            None
+        };
+        if let Some(change) = change {
+            log::line(&failover_core::report::health_change(config, &change));
+            colo::publish(ctx, isolate, current);
+        }
+        let next = attempts.after_failure(failure);
+        log::attempt_failed(config, current, &method, failure, &next);
+        match next {
+            AfterFailure::TryOrigin(i) => {
+                forward::discard(failed_response);
+                current = i;
+            }
+            AfterFailure::PassThrough => {
+                return match failed_response {
+                    Some(res) => respond::served_by(res, &origin.name, current != 0),
+                    None => respond::plain(502, "the origin could not be reached"),
+                };
+            }
+            AfterFailure::GiveUp { status, message } => {
+                forward::discard(failed_response);
+                return respond::plain(status, message);
+            }
+        }
+    }
+}
