@@ -8,10 +8,13 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-STAGE=$TARGET_DIR/worker-stage
-OUT=$ROOT/build
+# WORKER_FEATURES / WORKER_OUT: a test build (e.g. panic-test) into a
+# directory of its own, beside the real one.
+FEATURES=${WORKER_FEATURES:-}
+OUT=${WORKER_OUT:-$ROOT/build}
+STAGE=$TARGET_DIR/worker-stage${FEATURES:+-$FEATURES}
 
-cargo build --release --target wasm32-unknown-unknown -p tunnel-failover
+cargo build --release --target wasm32-unknown-unknown -p tunnel-failover ${FEATURES:+--features "$FEATURES"}
 rm -rf "$STAGE"
 mkdir -p "$STAGE" "$OUT"
 # The flags worker-build passes: the reset-state function and abort handler
@@ -37,4 +40,4 @@ done
 "$ESBUILD_BIN" "$STAGE/entry.mjs" --bundle --format=esm --minify \
   --external:./index_bg.wasm --external:'cloudflare:*' --outfile="$OUT/index.js" --log-level=warning
 rm -rf "$OUT/worker" "$OUT/package.json"
-echo "built $(du -k "$OUT/index_bg.wasm" | cut -f1) KB wasm, $(du -k "$OUT/index.js" | cut -f1) KB js into build/" >&2
+echo "built $(du -k "$OUT/index_bg.wasm" | cut -f1) KB wasm, $(du -k "$OUT/index.js" | cut -f1) KB js into $OUT" >&2

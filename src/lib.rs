@@ -46,7 +46,18 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<
         Loaded::Ready(isolate) => isolate,
         Loaded::Broken(problem) => return Ok(respond::plain(500, &problem)),
     };
+    #[cfg(feature = "panic-test")]
+    panic_on_request(&req);
     Ok(proxy(req, &isolate, &env, &ctx, None).await)
+}
+
+/// Test builds only: the panic a bug would cause, on demand.
+#[cfg(feature = "panic-test")]
+#[allow(clippy::panic)]
+fn panic_on_request(req: &web_sys::Request) {
+    if req.url().ends_with("/__test/panic") {
+        panic!("panic-test: /__test/panic");
+    }
 }
 
 /// The Cron Trigger keeps the global checker's alarm chain alive.

@@ -6,14 +6,15 @@ import path from "node:path";
 
 const build = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "build");
 
-export async function startWorker(bindings) {
+// `dir`: another build of the Worker (a test build such as panic-test).
+export async function startWorker(bindings, { dir = build } = {}) {
   const logs = [];
   const mf = new Miniflare({
     modules: [
-      { type: "ESModule", path: path.join(build, "index.js") },
-      { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
+      { type: "ESModule", path: path.join(dir, "index.js") },
+      { type: "CompiledWasm", path: path.join(dir, "index_bg.wasm") },
     ],
-    modulesRoot: build,
+    modulesRoot: dir,
     compatibilityDate: "2026-08-01",
     bindings,
     handleRuntimeStdio(stdout, stderr) {

@@ -1,0 +1,56 @@
+// A Rust panic is recovered by src/js/entry.mjs, and the fast path's lease
+// dies with the Wasm instance that granted it. Runs against the panic-test
+// build (target/build-panic, made by `make test-worker`): only there does
+// POST /__test/panic panic in Rust.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startOrigin } from "./support/origin.mjs";
+import { originsVar, startWorker } from "./support/worker.mjs";
+
+const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "target", "build-panic");
+
+test("a panic is recovered and the lease dies with the instance", { skip: !existsSync(path.join(dir, "index.js")) && "no panic-test build (make test-worker builds it)" }, async (t) => {
+  const primary = await startOrigin("primary");
+  const replica = await startOrigin("replica");
+  // Probes far apart: the lease on "replica" would hold for a minute.
+  const worker = await startWorker(
+    { ORIGINS: originsVar(primary, replica), HEALTH_INTERVAL_MS: "60000", COLO_HEALTH: "off" },
+    { dir },
+  );
+  t.after(async () => {
+    await worker.dispose();
+    await primary.stop();
+    await replica.stop();
+  });
+
+  primary.mode = 503;
+  let res = await worker.fetch("/a");
+  assert.equal(res.headers.get("x-served-by"), "replica");
+  await res.text();
+  // The primary is fine again, but this isolate's map says down until its
+  // next probe, a minute away: the lease keeps sending to the replica.
+  primary.mode = "ok";
+  for (let i = 0; i < 3; i++) {
+    res = await worker.fetch(`/b${i}`);
+    assert.equal(res.headers.get("x-served-by"), "replica");
+    await res.text();
+  }
+
+  res = await worker.fetch("/__test/panic", { method: "POST", body: "x" });
+  assert.equal(res.status, 500, "the panicking request fails");
+  await res.text();
+
+  // A fresh instance: a fresh map presumes every origin healthy, and the
+  // old lease (replica, valid for a minute) is not used.
+  res = await worker.fetch("/c");
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("x-served-by"), "primary");
+  await res.text();
+  assert.ok(
+    worker.logs.some((line) => line.includes("Reinitializing Wasm application")),
+    "entry.mjs reset the instance",
+  );
+});
