@@ -9,8 +9,12 @@
 //
 // What it answers itself, as Cloudflare does:
 // - no live registration: 530 "error code: 1033" (tunnel has no connector);
-// - the chosen connection fails before response headers: 502 "error code:
-//   502" (the request may have reached the connector: ambiguous);
+// - the chosen connection refused the request unread (a draining
+//   connector's GOAWAY, REFUSED_STREAM): the request goes down another
+//   connection (small bodies are buffered for that), 530 when none is left;
+// - the chosen connection fails otherwise before response headers: 502
+//   "error code: 502" (the request may have reached the connector:
+//   ambiguous);
 // - it fails after response headers: the client's socket is destroyed, so a
 //   truncated body is an error, never a short success.
 //
@@ -93,7 +97,7 @@ export async function startEdge({ tunnels, onEvent = () => {} }) {
 async function startTunnel(name, onEvent, open) {
   const tunnel = { name, live: new Set(), pending: new Set(), served: [], onEvent };
   const connect = net.createServer((socket) => register(tunnel, socket));
-  const pub = http.createServer((req, res) => proxy(tunnel, req, res));
+  const pub = http.createServer((req, res) => accept(tunnel, req, res));
   await listen(connect, open);
   await listen(pub, open);
   tunnel.view = {
@@ -120,7 +124,9 @@ function register(tunnel, socket) {
   session.on("error", () => {});
   // A draining connector (cloudflared on SIGTERM) says GOAWAY: no new
   // requests go to it from now on; those in flight finish.
-  session.on("goaway", () => {
+  session.on("goaway", (code, lastStreamID) => {
+    // Streams above this id were never processed (RFC 9113 6.8).
+    registration.lastStreamID = lastStreamID;
     if (tunnel.live.delete(registration)) {
       announce(tunnel, "unregister", registration.connectorId, "goaway");
     }
@@ -190,7 +196,26 @@ function announce(tunnel, event, connectorId, reason) {
   tunnel.onEvent({ at: Date.now(), tunnel: tunnel.name, event, connectorId, reason, registrations: tunnel.live.size });
 }
 
-function proxy(tunnel, req, res, tried = new Set()) {
+// Small request bodies (a known length up to 1 MiB) are read whole before
+// the request goes down a tunnel, as Cloudflare's proxy buffers uploads: a
+// request a connector refused unread (REFUSED_STREAM, its connection going
+// away) can then be sent down another connection, body and all. Larger or
+// unknown-length bodies stream through once.
+const BUFFER_MAX_BYTES = 1024 * 1024;
+
+function accept(tunnel, req, res) {
+  // No Content-Length and no Transfer-Encoding: no body (RFC 9112 6.3).
+  const length = Number(req.headers["content-length"] ?? 0);
+  const small = !req.headers["transfer-encoding"] && Number.isFinite(length) && length <= BUFFER_MAX_BYTES;
+  if (!small) return proxy(tunnel, req, res, undefined);
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => proxy(tunnel, req, res, Buffer.concat(chunks)));
+  req.on("error", () => res.destroy());
+}
+
+// `body`: the whole body when it was buffered, undefined when it streams.
+function proxy(tunnel, req, res, body, tried = new Set()) {
   const ray = `${randomBytes(8).toString("hex")}-SIM`;
   const record = (connectorId, status) =>
     tunnel.served.push({ connectorId, method: req.method, path: req.url, status, at: Date.now() });
@@ -206,7 +231,7 @@ function proxy(tunnel, req, res, tried = new Set()) {
   // does, and answers 530 when none is left.
   const elsewhere = () => {
     tried.add(registration);
-    proxy(tunnel, req, res, tried);
+    proxy(tunnel, req, res, body, tried);
   };
   const badGateway = () => {
     if (res.headersSent || res.destroyed) return;
@@ -234,12 +259,14 @@ function proxy(tunnel, req, res, tried = new Set()) {
   });
   stream.on("close", () => {
     if (answered) return;
-    const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
-    if (stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM && bodyless) return elsewhere();
+    const unprocessed =
+      stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM ||
+      (registration.lastStreamID !== undefined && stream.id > registration.lastStreamID);
+    if (unprocessed && body !== undefined) return elsewhere();
     badGateway();
   });
-  // Request bodies stream through: no buffering, so MBs cost no memory.
-  req.pipe(stream);
+  if (body !== undefined) stream.end(body);
+  else req.pipe(stream);
   res.on("close", () => {
     if (!res.writableFinished && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
   });
