@@ -1,71 +1,109 @@
-// The fast path's URL join (src/js/lease.mjs) on its own, in Node: whatever
-// path a client sends, the runtime serializes the request URL, and the join
-// must keep the lease's origin as the authority. The same hostile paths go
-// through the whole Worker in forwarding.test.mjs.
+// The fast path's pure JS on its own, in Node: the URL join and status-path
+// check (src/js/lease.mjs `upstreamUrl`) and the response rules
+// (src/js/rules.mjs), held to tests/fixtures/fast-path.json, whose every row
+// crates/failover-core/tests/fast_path_fixture.rs holds the Rust twins to.
+// The same hostile paths go through the whole Worker in forwarding.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { grant, lease, revoke_lease, upstreamUrl } from "../src/js/lease.mjs";
-import { HOSTILE_PATHS } from "./support/hostile.mjs";
+import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
+import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
-const BASE = "https://primary.example.com:8443";
+const ORIGIN = FAST_PATH.origin;
+// What the fast path does with a request it leaves to Rust, and what Rust
+// does with the status endpoint's: the fixture's two non-URL verdicts.
+const FULL_PATH = "full path";
+const STATUS_ENDPOINT = "status endpoint";
 
 function leased(statusPath) {
-  const granted = { origin: 0, until: Date.now() + 60_000, base: BASE, name: "primary", timeoutMs: 6000, statusPath, generation: 0 };
+  const granted = { origin: 0, until: Date.now() + 60_000, base: ORIGIN, name: "primary", timeoutMs: 6000, statusPath, generation: 0 };
   assert.equal(grant(granted, 0), true);
 }
 
-// What request.url looks like once the runtime has parsed an origin-form
-// request target (which is always a path, even "//evil.example/x").
-const served = (target) => new URL(`https://site.example${target}`).href;
+// undefined (the full path's) as the fixture spells it.
+const fast = (url, method) => upstreamUrl(url, method) ?? FULL_PATH;
 
-test("the path and query are appended byte for byte to the origin", () => {
-  leased(undefined);
-  assert.equal(upstreamUrl(served("/"), "GET"), `${BASE}/`);
-  assert.equal(upstreamUrl(served("/a/b?x=1&y=%2F%20+"), "GET"), `${BASE}/a/b?x=1&y=%2F%20+`);
-  assert.equal(upstreamUrl("https://site.example:9/p?q", "GET"), `${BASE}/p?q`);
-  assert.equal(upstreamUrl("https://user:pa%2Fss@site.example/p", "GET"), `${BASE}/p`);
+// The fast path may only take a request the full path would send to the
+// same URL: a row that says otherwise describes a disagreement.
+function assertCoherent(row) {
+  assert.ok(row.fast === FULL_PATH || row.fast === row.full, `the fast path must hand over, or do what the full path does: ${JSON.stringify(row)}`);
+}
+
+test("URL cases: the upstream URL, or the full path for a fragment or the status endpoint", () => {
+  for (const row of FAST_PATH.urls.cases) {
+    assertCoherent(row);
+    if (row.full === STATUS_ENDPOINT) assert.equal(row.fast, FULL_PATH, "only the full path answers the status endpoint");
+    leased(row.status_path ?? undefined);
+    assert.equal(fast(row.url, row.method), row.fast, JSON.stringify(row));
+  }
 });
 
 test("hostile paths never name another host", () => {
   leased(undefined);
-  for (const path of HOSTILE_PATHS) {
-    const url = upstreamUrl(served(path), "GET");
-    assert.ok(url !== undefined, path);
-    assert.equal(new URL(url).host, new URL(BASE).host, `${path} -> ${url}`);
+  const { request_origin } = FAST_PATH.hostile;
+  for (const row of FAST_PATH.hostile.cases) {
+    assert.equal(`${request_origin}${servedPath(request_origin, row.target)}`, row.url, `the runtime's request.url for ${row.target}`);
+    assert.equal(new URL(row.upstream).host, new URL(ORIGIN).host, JSON.stringify(row));
+    assert.equal(upstreamUrl(row.url, "GET"), row.upstream, JSON.stringify(row));
   }
 });
 
-test("random paths keep the origin's authority", () => {
+// The differential fuzz: what both joins must make of one path, by how the
+// path was built rather than by either join's way of finding it.
+function expectedJoin(path) {
+  const hash = path.indexOf("#");
+  const full = ORIGIN + (hash < 0 ? path : path.slice(0, hash));
+  return { full, fast: hash < 0 ? full : FULL_PATH };
+}
+
+test("join corpus: the fixture's random paths are still what the runtime would hand over", () => {
+  // A different generator, or a URL parser that serializes differently
+  // (Node and workerd share ada), makes a corpus Rust never checked.
+  assert.deepEqual(FAST_PATH.join_corpus.paths, corpusPaths(FAST_PATH.join_corpus), "regenerate: node tests/support/hostile.mjs");
+});
+
+test("join corpus: the fast path joins every path as Rust does (fast_path_fixture.rs join_corpus)", () => {
   leased(undefined);
-  const alphabet = "/\\?#@:.%2Fe-vil_~!$&'()*+,;=[] \t\u00e9";
+  const { request_origin, paths } = FAST_PATH.join_corpus;
+  for (const path of paths) {
+    const url = `${request_origin}${path}`;
+    assert.equal(fast(url, "GET"), expectedJoin(path).fast, url);
+  }
+});
+
+test("fresh random paths: the same expectation, and never another host", () => {
+  // Beyond the corpus, so a new case can turn up; one that fails here
+  // belongs in the fixture's urls, where Rust checks it too.
+  leased(undefined);
+  const { request_origin } = FAST_PATH.join_corpus;
+  const next = seeded(Date.now());
   for (let i = 0; i < 5000; i++) {
-    let path = "/";
-    const n = Math.floor(Math.random() * 24);
-    for (let k = 0; k < n; k++) path += alphabet[Math.floor(Math.random() * alphabet.length)];
-    let raw;
-    try {
-      raw = served(path);
-    } catch {
-      continue; // not a URL the runtime would hand over
-    }
-    const url = upstreamUrl(raw, "GET");
-    if (url === undefined) {
-      assert.ok(raw.includes("#"), `only a fragment sends ${raw} to the full path`);
-      continue;
-    }
-    assert.equal(new URL(url).host, new URL(BASE).host, `${raw} -> ${url}`);
+    const path = servedPath(request_origin, randomPath(next));
+    const url = `${request_origin}${path}`;
+    const joined = fast(url, "GET");
+    assert.equal(joined, expectedJoin(path).fast, url);
+    if (joined !== FULL_PATH) assert.equal(new URL(joined).host, new URL(ORIGIN).host, `${url} -> ${joined}`);
   }
 });
 
-test("the status endpoint and fragments are left to the full path", () => {
-  leased("/__failover/status");
-  assert.equal(upstreamUrl(served("/__failover/status"), "GET"), undefined);
-  assert.equal(upstreamUrl(served("/__failover/status?x=1"), "HEAD"), undefined);
-  assert.equal(upstreamUrl(served("/__failover/status"), "POST"), `${BASE}/__failover/status`);
-  assert.equal(upstreamUrl(served("/__failover/statusx"), "GET"), `${BASE}/__failover/statusx`);
-  assert.equal(upstreamUrl("https://site.example/p#frag", "GET"), undefined);
-  leased(undefined);
-  assert.equal(upstreamUrl(served("/__failover/status"), "GET"), `${BASE}/__failover/status`, "no token: proxied");
+test("responses: an answer, or a failed attempt (isAnswer, classify_response)", () => {
+  for (const row of FAST_PATH.responses.cases) {
+    assert.ok(["answer", "failure"].includes(row.expect), JSON.stringify(row));
+    assert.equal(row.expect === "failure", typeof row.label === "string", `a failure has a label, an answer none: ${JSON.stringify(row)}`);
+    assert.equal(isAnswer(row.status, row.location), row.expect === "answer", JSON.stringify(row));
+  }
+});
+
+test("Access login hosts (isAccessLogin, is_access_login)", () => {
+  for (const row of FAST_PATH.access_login.cases) {
+    assert.equal(isAccessLogin(row.location), row.login, JSON.stringify(row));
+  }
+  assert.equal(isAccessLogin(null), false, "no Location header");
+});
+
+test("attempt results are named as in Rust (classify::ATTEMPT_*)", () => {
+  assert.equal(TIMED_OUT, FAST_PATH.attempt_results.TIMED_OUT);
+  assert.equal(REFUSED, FAST_PATH.attempt_results.REFUSED);
 });
 
 test("a revoked lease is asked for again", () => {

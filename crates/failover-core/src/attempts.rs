@@ -5,6 +5,10 @@
 use crate::classify::Failure;
 use crate::replay::{may_try_next, BodyPlan};
 
+/// What the client reads when Access turned the Worker away.
+const ACCESS_LOGIN_MESSAGE: &str =
+    "the origin asked for an Access login: its service token is missing or wrong";
+
 /// What to do after an attempt failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AfterFailure {
@@ -24,6 +28,7 @@ pub struct Attempts {
     next: usize,
     body: BodyPlan,
     all_timed_out: bool,
+    all_access_login: bool,
     method: String,
 }
 
@@ -36,6 +41,7 @@ impl Attempts {
             next: 0,
             body,
             all_timed_out: true,
+            all_access_login: true,
             method: method.to_string(),
         }
     }
@@ -52,6 +58,7 @@ impl Attempts {
     /// Decides what follows a failed attempt.
     pub fn after_failure(&mut self, failure: Failure) -> AfterFailure {
         self.all_timed_out &= failure == Failure::Timeout;
+        self.all_access_login &= failure == Failure::AccessLogin;
         if !may_try_next(&self.method, self.body, failure) {
             return match failure {
                 Failure::Status(_) => AfterFailure::PassThrough,
@@ -63,6 +70,12 @@ impl Attempts {
                     status: 502,
                     message: "the origin could not be reached",
                 },
+                // Not the login page itself: the client cannot log in to
+                // Access on the Worker's behalf.
+                Failure::AccessLogin => AfterFailure::GiveUp {
+                    status: 502,
+                    message: ACCESS_LOGIN_MESSAGE,
+                },
             };
         }
         match self.order.get(self.next).copied() {
@@ -73,6 +86,12 @@ impl Attempts {
             None if self.all_timed_out => AfterFailure::GiveUp {
                 status: 504,
                 message: "no origin answered in time",
+            },
+            // Every origin sent us to Access: a configuration fault worth
+            // naming (the same token is usually set for all of them).
+            None if self.all_access_login => AfterFailure::GiveUp {
+                status: 502,
+                message: ACCESS_LOGIN_MESSAGE,
             },
             None => AfterFailure::GiveUp {
                 status: 502,
@@ -165,6 +184,62 @@ mod tests {
         let mut a = Attempts::new(vec![0], "GET", BodyPlan::Empty);
         assert_eq!(a.first(), Some(0));
         assert!(give_up(502)(&a.after_failure(Failure::Status(502))));
+    }
+
+    #[test]
+    fn access_login_everywhere_is_named() {
+        let mut a = Attempts::new(vec![0, 1], "GET", BodyPlan::Empty);
+        a.first();
+        assert_eq!(
+            a.after_failure(Failure::AccessLogin),
+            AfterFailure::TryOrigin(1)
+        );
+        assert_eq!(
+            a.after_failure(Failure::AccessLogin),
+            AfterFailure::GiveUp {
+                status: 502,
+                message: ACCESS_LOGIN_MESSAGE
+            }
+        );
+    }
+
+    #[test]
+    fn access_login_after_another_failure_is_no_origin_available() {
+        let mut a = Attempts::new(vec![0, 1], "GET", BodyPlan::Empty);
+        a.first();
+        a.after_failure(Failure::Status(530));
+        assert_eq!(
+            a.after_failure(Failure::AccessLogin),
+            AfterFailure::GiveUp {
+                status: 502,
+                message: "no origin is available"
+            }
+        );
+    }
+
+    #[test]
+    fn post_moves_on_from_an_access_login() {
+        // Access stopped it, so the primary never processed the POST.
+        let mut a = Attempts::new(vec![0, 1], "POST", BodyPlan::Buffered);
+        a.first();
+        assert_eq!(
+            a.after_failure(Failure::AccessLogin),
+            AfterFailure::TryOrigin(1)
+        );
+    }
+
+    #[test]
+    fn streamed_access_login_is_a_502_not_the_login_page() {
+        let mut a = Attempts::new(vec![0, 1], "PUT", BodyPlan::Streamed);
+        a.first();
+        assert_eq!(
+            a.after_failure(Failure::AccessLogin),
+            AfterFailure::GiveUp {
+                status: 502,
+                message: ACCESS_LOGIN_MESSAGE
+            }
+        );
+        assert_eq!(a.started(), 1);
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! What counts as a failed attempt. A failure is a reason to try another
 //! origin; anything else is the origin's answer and goes to the client as is.
+//! The fast path's copy of the response rules is src/js/rules.mjs; both are
+//! held to tests/fixtures/fast-path.json (tests/fast_path_fixture.rs here,
+//! tests/lease.test.mjs there).
 
 use std::fmt;
+
+use crate::target::authority;
 
 /// Why one attempt against one origin did not produce a usable answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,15 +21,23 @@ pub enum Failure {
     Timeout,
     /// The origin (or Cloudflare in front of it) answered with a 5xx.
     Status(u16),
+    /// Cloudflare Access in front of the origin redirected to its login page:
+    /// our service token is missing or wrong, and Access stopped the request
+    /// before the origin saw it.
+    AccessLogin,
 }
 
 impl Failure {
     /// True when the failure proves the origin never received the request, so
     /// that even a POST may go to the next origin. 521 (origin refused the
     /// edge's connection), 523 (origin unreachable) and 530 (a Tunnel with no
-    /// connector, error 1033) are Cloudflare's equivalents of "refused".
+    /// connector, error 1033) are Cloudflare's equivalents of "refused"; an
+    /// Access login redirect comes from Access, which let nothing through.
     pub fn origin_never_saw_request(self) -> bool {
-        matches!(self, Failure::Refused | Failure::Status(521 | 523 | 530))
+        matches!(
+            self,
+            Failure::Refused | Failure::AccessLogin | Failure::Status(521 | 523 | 530)
+        )
     }
 
     /// A short stable label for logs and the status endpoint.
@@ -34,6 +47,7 @@ impl Failure {
             Failure::Network => "network".to_string(),
             Failure::Timeout => "timeout".to_string(),
             Failure::Status(code) => format!("status {code}"),
+            Failure::AccessLogin => "access login".to_string(),
         }
     }
 }
@@ -51,6 +65,74 @@ pub fn classify_status(status: u16) -> Option<Failure> {
     (500..=599)
         .contains(&status)
         .then_some(Failure::Status(status))
+}
+
+// What src/js/attempt.mjs resolves to instead of a Response, named the same
+// in src/js/rules.mjs. Any other non-Response is the fetch error's message,
+// for `classify_fetch_error`.
+
+/// Our own timer fired before the response headers came: `Failure::Timeout`.
+pub const ATTEMPT_TIMED_OUT: f64 = 0.0;
+/// `fetch` threw a TypeError: the runtime would not send the request at all,
+/// which is the request's fault, not the origin's.
+pub const ATTEMPT_REFUSED: f64 = 1.0;
+
+/// Classifies a response from its status and `Location` header: a 5xx (see
+/// `classify_status`), or a redirect to an Access login page. The Worker
+/// holds no Access session, so following that redirect could never reach
+/// the origin; for the client it would be a login page for a host it never
+/// asked for.
+pub fn classify_response(status: u16, location: Option<&str>) -> Option<Failure> {
+    classify_status(status).or_else(|| {
+        (matches!(status, 302 | 303 | 307) && location.is_some_and(is_access_login))
+            .then_some(Failure::AccessLogin)
+    })
+}
+
+/// The domain under which Cloudflare Access serves every team's login page.
+const ACCESS_LOGIN_DOMAIN: &str = ".cloudflareaccess.com";
+
+/// Whether `location` is an absolute URL (any scheme, any path) on an Access
+/// login host, `<team>.cloudflareaccess.com`. The host is the authority
+/// after a valid `scheme://`, less any userinfo and port, so a look-alike
+/// elsewhere is not one: in the path or query
+/// (`https://evil.example/?x=.cloudflareaccess.com`, or a relative
+/// `/login?next=https://team.cloudflareaccess.com/`), in the userinfo
+/// (`https://team.cloudflareaccess.com@evil.example/`), or a longer host
+/// (`cloudflareaccess.com.evil.example`). The team is one DNS label of
+/// letters, digits and `-`.
+///
+/// Read byte for byte, without a URL parser's percent-decoding or IDNA
+/// mapping (the core has no URL parser): Access writes its hosts plainly,
+/// and src/js/rules.mjs, which parses with WHATWG `URL`, agrees on every
+/// case in tests/fixtures/fast-path.json.
+pub fn is_access_login(location: &str) -> bool {
+    // What a WHATWG parser strips from both ends before parsing.
+    let location = location.trim_matches(|c: char| c <= ' ');
+    let Some((scheme, _)) = location.split_once("://") else {
+        return false;
+    };
+    let mut scheme = scheme.bytes();
+    let scheme_ok = scheme.next().is_some_and(|b| b.is_ascii_alphabetic())
+        && scheme.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    if !scheme_ok {
+        return false;
+    }
+    let authority = authority(location);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.rsplit_once(':') {
+        Some((host, port))
+            if port.bytes().all(|b| b.is_ascii_digit())
+                && (port.is_empty() || port.parse::<u16>().is_ok()) =>
+        {
+            host
+        }
+        _ => host_port,
+    };
+    let host = host.to_ascii_lowercase();
+    host.strip_suffix(ACCESS_LOGIN_DOMAIN).is_some_and(|team| {
+        !team.is_empty() && team.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    })
 }
 
 /// Classifies the error a runtime's `fetch` threw. Only errors that name a
@@ -101,6 +183,9 @@ mod tests {
         }
     }
 
+    // The response rules (classify_response, is_access_login) are tested
+    // from tests/fixtures/fast-path.json, with the fast path's JS twins.
+
     #[test]
     fn fetch_errors() {
         let table = [
@@ -121,6 +206,7 @@ mod tests {
     #[test]
     fn never_saw_request() {
         assert!(Failure::Refused.origin_never_saw_request());
+        assert!(Failure::AccessLogin.origin_never_saw_request());
         for code in [521, 523, 530] {
             assert!(Failure::Status(code).origin_never_saw_request(), "{code}");
         }

@@ -3,6 +3,11 @@
 //! path and query. The path is forced to begin with `/`, so nothing in it can
 //! be read as more authority (`@evil.example`, `.evil.example`, `:1@...`);
 //! the result's authority is then checked against the origin's anyway.
+//! Also which request goes to no origin at all: the status endpoint.
+//!
+//! The fast path's copy of both rules is `upstreamUrl` in src/js/lease.mjs;
+//! both are held to tests/fixtures/fast-path.json (tests/fast_path_fixture.rs
+//! here, tests/lease.test.mjs there).
 
 /// The path-and-query part of an absolute request URL, byte for byte, without
 /// any fragment: everything from the first `/` after `scheme://authority`.
@@ -54,6 +59,26 @@ pub fn authority(url: &str) -> &str {
     }
 }
 
+/// Whether a request is for the Worker's own status endpoint instead of an
+/// origin: a GET or HEAD whose path, query aside, is exactly `status_path`.
+/// `None` when the endpoint is off (no token is set): the path is then
+/// proxied like any other.
+/// The URL a health probe of an origin GETs: its base and its
+/// `health_path` (validated at config time to start with `/`), joined like
+/// every other upstream URL.
+pub fn probe_url(base: &str, health_path: &str) -> Option<String> {
+    upstream_url(base, &format!("https://probe.invalid{health_path}"))
+}
+
+pub fn is_status_request(request_url: &str, method: &str, status_path: Option<&str>) -> bool {
+    let Some(status_path) = status_path else {
+        return false;
+    };
+    let path = path_and_query(request_url);
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    path == status_path && matches!(method, "GET" | "HEAD")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,57 +86,9 @@ mod tests {
 
     const ORIGIN: &str = "https://primary.example.com";
 
-    #[test]
-    fn keeps_path_and_query_byte_for_byte() {
-        let table = [
-            ("https://site.example/", "https://primary.example.com/"),
-            ("https://site.example", "https://primary.example.com/"),
-            (
-                "https://site.example/a/b?x=1&y=%2F%20+",
-                "https://primary.example.com/a/b?x=1&y=%2F%20+",
-            ),
-            (
-                "https://site.example:8443/p?q#frag",
-                "https://primary.example.com/p?q",
-            ),
-            (
-                "https://site.example?only=query",
-                "https://primary.example.com/?only=query",
-            ),
-            (
-                "http://site.example/%2e%2e/%2F/",
-                "https://primary.example.com/%2e%2e/%2F/",
-            ),
-        ];
-        for (incoming, expected) in table {
-            assert_eq!(
-                upstream_url(ORIGIN, incoming).as_deref(),
-                Some(expected),
-                "{incoming}"
-            );
-        }
-    }
-
-    #[test]
-    fn hostile_paths_stay_on_the_origin() {
-        let hostile = [
-            "https://site.example//evil.example/x",
-            "https://site.example/@evil.example",
-            "https://site.example/\\evil.example",
-            "https://site.example/..//evil.example",
-            "https://site.example/http://evil.example/",
-            "https://site.example/%2F%2Fevil.example",
-            "https://site.example/?@evil.example",
-        ];
-        for incoming in hostile {
-            let url = upstream_url(ORIGIN, incoming).expect("joined");
-            assert_eq!(
-                authority(&url),
-                "primary.example.com",
-                "{incoming} -> {url}"
-            );
-        }
-    }
+    // The URL joins, hostile paths and the status-path rule, with the
+    // fast path's expectations beside them: tests/fixtures/fast-path.json,
+    // read by tests/fast_path_fixture.rs.
 
     #[test]
     fn origin_with_port() {

@@ -1,0 +1,177 @@
+//! The Rust half of tests/fixtures/fast-path.json: the rules the JS fast path
+//! (src/js/lease.mjs `upstreamUrl`, src/js/rules.mjs) copies from this crate,
+//! case by case. tests/lease.test.mjs holds the JS half to the same rows, so
+//! a rule changed in one language only fails one of the two.
+
+// Test helpers: a malformed fixture row is a failed test.
+#![allow(clippy::panic)]
+
+use failover_core::classify::{
+    classify_response, is_access_login, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
+};
+use failover_core::target::{authority, is_status_request, upstream_url};
+use serde_json::Value;
+
+/// What the fast path does with a request it leaves to Rust.
+const FULL_PATH: &str = "full path";
+/// What the full path does with a request for the status endpoint.
+const STATUS_ENDPOINT: &str = "status endpoint";
+
+fn fixture() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/fast-path.json"
+    );
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn text<'a>(row: &'a Value, field: &str) -> &'a str {
+    row[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field} must be a string in {row}"))
+}
+
+fn maybe_text<'a>(row: &'a Value, field: &str) -> Option<&'a str> {
+    match &row[field] {
+        Value::Null => None,
+        value => Some(
+            value
+                .as_str()
+                .unwrap_or_else(|| panic!("{field} must be a string or null in {row}")),
+        ),
+    }
+}
+
+fn cases<'a>(doc: &'a Value, section: &str) -> &'a [Value] {
+    let rows = doc[section]["cases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{section}.cases must be an array"));
+    assert!(!rows.is_empty(), "{section}.cases is empty");
+    rows
+}
+
+/// The fast path may only take a request the full path would send to the
+/// same URL: a row that says otherwise describes a disagreement, whichever
+/// language it was written from.
+fn assert_coherent(fast: &str, full: &str, row: &Value) {
+    assert!(
+        fast == FULL_PATH || fast == full,
+        "the fast path must hand over, or do what the full path does: {row}"
+    );
+}
+
+#[test]
+fn url_cases() {
+    let doc = fixture();
+    let origin = text(&doc, "origin");
+    for row in cases(&doc, "urls") {
+        let url = text(row, "url");
+        let method = text(row, "method");
+        let status_path = maybe_text(row, "status_path");
+        let full = text(row, "full");
+        assert_coherent(text(row, "fast"), full, row);
+        let is_status = is_status_request(url, method, status_path);
+        if full == STATUS_ENDPOINT {
+            assert!(is_status, "the status endpoint: {row}");
+        } else {
+            assert!(!is_status, "not the status endpoint: {row}");
+            assert_eq!(upstream_url(origin, url).as_deref(), Some(full), "{row}");
+        }
+    }
+}
+
+#[test]
+fn hostile_paths_stay_on_the_origin() {
+    let doc = fixture();
+    let origin = text(&doc, "origin");
+    let request_origin = text(&doc["hostile"], "request_origin");
+    for row in cases(&doc, "hostile") {
+        // As the runtime hands it over...
+        let upstream = text(row, "upstream");
+        assert_eq!(authority(upstream), authority(origin), "{row}");
+        assert_eq!(
+            upstream_url(origin, text(row, "url")).as_deref(),
+            Some(upstream),
+            "{row}"
+        );
+        // ...and raw, in case a runtime ever hands it over unparsed.
+        let raw = format!("{request_origin}{}", text(row, "target"));
+        let joined = upstream_url(origin, &raw).unwrap_or_else(|| panic!("refused {raw}"));
+        assert_eq!(authority(&joined), authority(origin), "{raw} -> {joined}");
+    }
+}
+
+#[test]
+fn join_corpus() {
+    let doc = fixture();
+    let origin = text(&doc, "origin");
+    let corpus = &doc["join_corpus"];
+    let request_origin = text(corpus, "request_origin");
+    let paths = corpus["paths"]
+        .as_array()
+        .unwrap_or_else(|| panic!("join_corpus.paths must be an array"));
+    assert_eq!(
+        Some(paths.len() as u64),
+        corpus["count"].as_u64(),
+        "join_corpus.count"
+    );
+    for path in paths {
+        let path = path
+            .as_str()
+            .unwrap_or_else(|| panic!("not a string: {path}"));
+        let without_fragment = path.split_once('#').map_or(path, |(p, _)| p);
+        let expected = format!("{origin}{without_fragment}");
+        let url = format!("{request_origin}{path}");
+        assert_eq!(
+            upstream_url(origin, &url).as_deref(),
+            Some(expected.as_str()),
+            "{url}"
+        );
+    }
+}
+
+#[test]
+fn responses() {
+    let doc = fixture();
+    for row in cases(&doc, "responses") {
+        let status = row["status"]
+            .as_u64()
+            .and_then(|s| u16::try_from(s).ok())
+            .unwrap_or_else(|| panic!("status must be a u16 in {row}"));
+        let expected = match text(row, "expect") {
+            "answer" => None,
+            "failure" => Some(text(row, "label")),
+            other => panic!("expect is \"answer\" or \"failure\", not {other:?}: {row}"),
+        };
+        let failure = classify_response(status, maybe_text(row, "location"));
+        assert_eq!(failure.map(Failure::label).as_deref(), expected, "{row}");
+    }
+}
+
+#[test]
+fn access_logins() {
+    let doc = fixture();
+    for row in cases(&doc, "access_login") {
+        let login = row["login"]
+            .as_bool()
+            .unwrap_or_else(|| panic!("login must be a bool in {row}"));
+        assert_eq!(is_access_login(text(row, "location")), login, "{row}");
+    }
+}
+
+#[test]
+fn access_login_is_a_failure_the_origin_never_saw() {
+    // The one property of the new failure the fixture cannot carry: a POST
+    // may go on to the next origin (replay.rs).
+    assert_eq!(Failure::AccessLogin.label(), "access login");
+    assert!(Failure::AccessLogin.origin_never_saw_request());
+}
+
+#[test]
+fn attempt_results() {
+    let doc = fixture();
+    let results = &doc["attempt_results"];
+    assert_eq!(results["TIMED_OUT"].as_f64(), Some(ATTEMPT_TIMED_OUT));
+    assert_eq!(results["REFUSED"].as_f64(), Some(ATTEMPT_REFUSED));
+}

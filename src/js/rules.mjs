@@ -1,0 +1,44 @@
+// What the fast path makes of an attempt's result: the JS twins of
+// failover_core::classify (`classify_response`, `is_access_login`). Both
+// sides are held to tests/fixtures/fast-path.json, by
+// crates/failover-core/tests/fast_path_fixture.rs and tests/lease.test.mjs:
+// change a rule here and there together, with a fixture row.
+
+// What attempt_js (attempt.mjs) resolves to when it has no Response; any
+// other non-Response is the fetch error's message. src/forward.rs
+// (`sent_from_js`) reads the same two numbers.
+export const TIMED_OUT = 0; // our timer fired before the response headers came
+export const REFUSED = 1; // fetch threw a TypeError: the runtime would not send it
+
+const ACCESS_LOGIN_DOMAIN = ".cloudflareaccess.com";
+// One DNS label: Access names a team's login host <team>.cloudflareaccess.com.
+const TEAM = /^[a-z0-9-]+$/;
+
+// Whether a Location header (any scheme, any path) points to a Cloudflare
+// Access login host. The URL parser finds the host, so the name elsewhere
+// (path, query, userinfo, a longer host) does not count; a relative
+// Location, which stays on the origin, never does.
+export function isAccessLogin(location) {
+  if (typeof location !== "string") return false;
+  let host;
+  try {
+    host = new URL(location).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  if (!host.endsWith(ACCESS_LOGIN_DOMAIN)) return false;
+  return TEAM.test(host.slice(0, -ACCESS_LOGIN_DOMAIN.length));
+}
+
+// Whether a response is the origin's answer for the client, or a failed
+// attempt to hand to the full path. Every 5xx fails (Cloudflare's 520-527
+// and a down Tunnel's 530 included); so does a redirect to an Access login
+// page, which means our service token is missing or wrong: Access stopped
+// the request, and the client could not log in there on our behalf.
+// `location` is the Location header or null; it is read only for 302, 303
+// and 307.
+export function isAnswer(status, location) {
+  if (status >= 500 && status <= 599) return false;
+  if (status === 302 || status === 303 || status === 307) return !isAccessLogin(location);
+  return true;
+}
