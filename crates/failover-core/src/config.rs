@@ -3,9 +3,13 @@
 //! TOML/JSON; the shell hands each one over as text. An error names the
 //! setting, the bad value and what would be accepted.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
+
+use crate::expect::HealthExpect;
+use crate::steering::{Candidate, HashKey, Policy};
 
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u64 = 6_000;
 pub const DEFAULT_HEALTH_INTERVAL_MS: u64 = 15_000;
@@ -14,9 +18,16 @@ pub const DEFAULT_STATUS_PATH: &str = "/__failover/status";
 pub const DEFAULT_REPLAY_BODY_MAX_BYTES: u64 = 1024 * 1024;
 pub const DEFAULT_HEALTH_PATH: &str = "/";
 pub const DEFAULT_HEALTH_FALL: u32 = 2;
+pub const DEFAULT_WEIGHT: u32 = 1;
+pub const MAX_WEIGHT: u32 = 1000;
+/// 23 hours, as Cloudflare Load Balancing's cookie affinity defaults to.
+pub const DEFAULT_AFFINITY_TTL_S: u32 = 82_800;
+/// One year, the longest Max-Age worth stating.
+pub const MAX_AFFINITY_TTL_S: u32 = 31_536_000;
 
-/// The names of every setting, for the shell to read.
-pub const SETTINGS: [&str; 9] = [
+/// The names of every setting, for the shell to read. The config may also
+/// ask the lookup for the var an origin's `access_client_secret_var` names.
+pub const SETTINGS: [&str; 14] = [
     "ORIGINS",
     "ATTEMPT_TIMEOUT_MS",
     "HEALTH_INTERVAL_MS",
@@ -26,6 +37,22 @@ pub const SETTINGS: [&str; 9] = [
     "STATUS_TOKEN",
     "REPLAY_BODY_MAX_BYTES",
     "COLO_HEALTH",
+    "STEERING",
+    "HASH_KEY",
+    "AFFINITY",
+    "AFFINITY_TTL_S",
+    "AFFINITY_FAILOVER",
+];
+
+/// The keys an `ORIGINS` entry may have.
+const ORIGIN_KEYS: [&str; 7] = [
+    "name",
+    "url",
+    "health_path",
+    "weight",
+    "health_expect",
+    "access_client_id",
+    "access_client_secret_var",
 ];
 
 /// One upstream, in priority order.
@@ -37,6 +64,76 @@ pub struct Origin {
     pub base: String,
     /// Path probed while the origin is down; starts with `/`.
     pub health_path: String,
+    /// Share of `weighted` and `hash` traffic, 0 to 1000; 0 is used only
+    /// when no origin of weight above 0 is healthy.
+    pub weight: u32,
+    /// Which probe statuses mean healthy.
+    pub health_expect: HealthExpect,
+    /// A Cloudflare Access service token sent to this origin.
+    pub access: Option<AccessToken>,
+}
+
+/// A Cloudflare Access service token (`CF-Access-Client-Id` and
+/// `CF-Access-Client-Secret`). Its `Debug` never shows the secret, so a
+/// `{:?}` of the config in a log cannot leak it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessToken {
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+impl fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AccessToken")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// `AFFINITY`: whether clients are pinned to an origin by cookie.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AffinityMode {
+    #[default]
+    Off,
+    Cookie,
+}
+
+/// `AFFINITY_FAILOVER`: what a pin becomes while its origin is down.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AffinityFailover {
+    /// Keep the pin; the client returns when its origin recovers.
+    #[default]
+    Temporary,
+    /// Re-pin the client to the origin that served it instead.
+    Sticky,
+}
+
+impl AffinityMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AffinityMode::Off => "off",
+            AffinityMode::Cookie => "cookie",
+        }
+    }
+}
+
+impl AffinityFailover {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AffinityFailover::Temporary => "temporary",
+            AffinityFailover::Sticky => "sticky",
+        }
+    }
+}
+
+/// The affinity settings together (see [`crate::affinity`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Affinity {
+    pub mode: AffinityMode,
+    /// `AFFINITY_TTL_S`: the cookie's Max-Age.
+    pub ttl_s: u32,
+    pub failover: AffinityFailover,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,12 +151,16 @@ pub struct WorkerConfig {
     /// None: the status path is proxied like any other.
     pub status_token: Option<String>,
     pub replay_body_max_bytes: u64,
+    pub steering: Policy,
+    pub hash_key: HashKey,
+    pub affinity: Affinity,
 }
 
 /// A setting that cannot be used, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
-    pub setting: &'static str,
+    /// A `[vars]` name, or one origin's key: `ORIGINS[1].weight`.
+    pub setting: Cow<'static, str>,
     pub problem: String,
 }
 
@@ -75,16 +176,17 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn error(setting: &'static str, problem: impl Into<String>) -> ConfigError {
+fn error(setting: impl Into<Cow<'static, str>>, problem: impl Into<String>) -> ConfigError {
     ConfigError {
-        setting,
+        setting: setting.into(),
         problem: problem.into(),
     }
 }
 
 impl WorkerConfig {
     /// Builds the config from a lookup of each setting's text (None when the
-    /// setting is absent).
+    /// setting is absent). Besides [`SETTINGS`], the lookup is asked for the
+    /// vars that origins' `access_client_secret_var` name.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let origins_text = get("ORIGINS").ok_or_else(|| {
             error(
@@ -104,7 +206,7 @@ impl WorkerConfig {
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty());
         Ok(WorkerConfig {
-            origins: parse_origins(&origins_text)?,
+            origins: parse_origins(&origins_text, &get)?,
             attempt_timeout_ms: number(
                 &get,
                 "ATTEMPT_TIMEOUT_MS",
@@ -133,7 +235,124 @@ impl WorkerConfig {
                 // cap must not take the isolate, and its health map, down.
                 16 * 1024 * 1024,
             )?,
+            steering: choice(
+                &get,
+                "STEERING",
+                Policy::Failover,
+                Policy::parse,
+                "\"failover\", \"weighted\" or \"hash\"",
+            )?,
+            hash_key: hash_key(&get)?,
+            affinity: Affinity {
+                mode: choice(
+                    &get,
+                    "AFFINITY",
+                    AffinityMode::Off,
+                    |t| match t {
+                        "off" => Some(AffinityMode::Off),
+                        "cookie" => Some(AffinityMode::Cookie),
+                        _ => None,
+                    },
+                    "\"off\" or \"cookie\"",
+                )?,
+                ttl_s: seconds(&get, "AFFINITY_TTL_S", DEFAULT_AFFINITY_TTL_S)?,
+                failover: choice(
+                    &get,
+                    "AFFINITY_FAILOVER",
+                    AffinityFailover::Temporary,
+                    |t| match t {
+                        "temporary" => Some(AffinityFailover::Temporary),
+                        "sticky" => Some(AffinityFailover::Sticky),
+                        _ => None,
+                    },
+                    "\"temporary\" or \"sticky\"",
+                )?,
+            },
         })
+    }
+
+    /// The origins as [`crate::steering::attempt_order`] takes them, with
+    /// the health map's verdicts (`HealthMap::is_up`).
+    pub fn candidates(&self, is_up: impl Fn(usize) -> bool) -> Vec<Candidate<'_>> {
+        self.origins
+            .iter()
+            .enumerate()
+            .map(|(i, o)| Candidate {
+                name: &o.name,
+                weight: o.weight,
+                healthy: is_up(i),
+            })
+            .collect()
+    }
+}
+
+/// One of a few words, in any case, optionally quoted.
+fn choice<T>(
+    get: &impl Fn(&str) -> Option<String>,
+    setting: &'static str,
+    default: T,
+    parse: impl Fn(&str) -> Option<T>,
+    accepted: &str,
+) -> Result<T, ConfigError> {
+    let Some(text) = get(setting) else {
+        return Ok(default);
+    };
+    parse(&text.trim().trim_matches('"').to_ascii_lowercase()).ok_or_else(|| {
+        error(
+            setting,
+            format!("{text:?} is not accepted; expected {accepted}"),
+        )
+    })
+}
+
+/// A duration in whole seconds, 1 to a year.
+fn seconds(
+    get: &impl Fn(&str) -> Option<String>,
+    setting: &'static str,
+    default: u32,
+) -> Result<u32, ConfigError> {
+    let value = number(
+        get,
+        setting,
+        u64::from(default),
+        1,
+        u64::from(MAX_AFFINITY_TTL_S),
+    )?;
+    // In range by the check above, so this never falls back.
+    Ok(u32::try_from(value).unwrap_or(default))
+}
+
+/// `HASH_KEY`: `ip`, `header:<name>` or `cookie:<name>`.
+fn hash_key(get: &impl Fn(&str) -> Option<String>) -> Result<HashKey, ConfigError> {
+    const SETTING: &str = "HASH_KEY";
+    let Some(text) = get(SETTING) else {
+        return Ok(HashKey::ClientIp);
+    };
+    let trimmed = text.trim().trim_matches('"');
+    let accepted = "expected \"ip\", \"header:<name>\" or \"cookie:<name>\"";
+    let (kind, name) = trimmed.split_once(':').unwrap_or((trimmed, ""));
+    let kind = kind.trim().to_ascii_lowercase();
+    let name = name.trim();
+    // RFC 9110 token characters: what a header or cookie name may be.
+    let is_token = !name.is_empty()
+        && name.len() <= 256
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    match kind.as_str() {
+        "ip" if name.is_empty() && !trimmed.contains(':') => Ok(HashKey::ClientIp),
+        "header" | "cookie" if !is_token => Err(error(
+            SETTING,
+            format!(
+                "{text:?} has no valid {kind} name; a name is letters, digits and !#$%&'*+-.^_`|~"
+            ),
+        )),
+        "header" => Ok(HashKey::Header(name.to_ascii_lowercase())),
+        "cookie" => Ok(HashKey::Cookie(name.to_string())),
+        _ => Err(error(
+            SETTING,
+            format!("{text:?} is not accepted; {accepted}"),
+        )),
     }
 }
 
@@ -192,7 +411,10 @@ fn switch(
     }
 }
 
-fn parse_origins(text: &str) -> Result<Vec<Origin>, ConfigError> {
+fn parse_origins(
+    text: &str,
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Origin>, ConfigError> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
         error(
             "ORIGINS",
@@ -210,7 +432,7 @@ fn parse_origins(text: &str) -> Result<Vec<Origin>, ConfigError> {
     }
     let mut origins: Vec<Origin> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let origin = parse_origin(i, item)?;
+        let origin = parse_origin(i, item, get)?;
         if origins.iter().any(|o| o.name == origin.name) {
             return Err(error(
                 "ORIGINS",
@@ -225,20 +447,24 @@ fn parse_origins(text: &str) -> Result<Vec<Origin>, ConfigError> {
     Ok(origins)
 }
 
-fn parse_origin(index: usize, item: &Value) -> Result<Origin, ConfigError> {
+fn parse_origin(
+    index: usize,
+    item: &Value,
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Origin, ConfigError> {
     let Value::Object(fields) = item else {
         return Err(error(
             "ORIGINS",
             format!("entry {index} must be an object with name and url"),
         ));
     };
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !matches!(k.as_str(), "name" | "url" | "health_path"))
-    {
+    if let Some(unknown) = fields.keys().find(|k| !ORIGIN_KEYS.contains(&k.as_str())) {
         return Err(error(
             "ORIGINS",
-            format!("entry {index} has unknown key {unknown:?}; accepted keys are name, url, health_path"),
+            format!(
+                "entry {index} has unknown key {unknown:?}; accepted keys are {}",
+                ORIGIN_KEYS.join(", ")
+            ),
         ));
     }
     let text = |key: &str| -> Result<Option<&str>, ConfigError> {
@@ -275,11 +501,140 @@ fn parse_origin(index: usize, item: &Value) -> Result<Origin, ConfigError> {
             format!("origin {name:?}: health_path {health_path:?} must start with a single '/'"),
         ));
     }
+    let weight = match fields.get("weight") {
+        None => DEFAULT_WEIGHT,
+        Some(value) => parse_weight(index, value)?,
+    };
+    let health_expect = match fields.get("health_expect") {
+        None => HealthExpect::default(),
+        Some(Value::String(text)) => HealthExpect::parse(text).map_err(|why| {
+            error(
+                format!("ORIGINS[{index}].health_expect"),
+                format!("{}; expected comma-separated codes (200), classes (2xx) or ranges (200-399) within 100-599", why.0),
+            )
+        })?,
+        Some(other) => {
+            return Err(error(
+                format!("ORIGINS[{index}].health_expect"),
+                format!("{other} is not a string; expected text like \"2xx\", \"200-399\" or \"2xx,304\""),
+            ))
+        }
+    };
     Ok(Origin {
         name: name.to_string(),
         base,
         health_path: health_path.to_string(),
+        weight,
+        health_expect,
+        access: parse_access(index, fields, get)?,
     })
+}
+
+fn parse_weight(index: usize, value: &Value) -> Result<u32, ConfigError> {
+    let setting = format!("ORIGINS[{index}].weight");
+    let accepted = format!("expected a whole number 0 to {MAX_WEIGHT}");
+    let Value::Number(n) = value else {
+        return Err(error(
+            setting,
+            format!("{value} is not a number; {accepted}"),
+        ));
+    };
+    let whole = n.as_i64().or_else(|| {
+        // 2.0 is as whole as 2; 1e3 too.
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() <= 1e15)
+            .map(|f| f as i64)
+    });
+    match whole {
+        Some(w) if (0..=i64::from(MAX_WEIGHT)).contains(&w) => {
+            Ok(u32::try_from(w).unwrap_or(DEFAULT_WEIGHT))
+        }
+        Some(_) => Err(error(setting, format!("{n} is out of range; {accepted}"))),
+        None => Err(error(
+            setting,
+            format!("{n} is not a whole number; {accepted}"),
+        )),
+    }
+}
+
+/// `access_client_id` and `access_client_secret_var`: both or neither. The
+/// secret itself is read from the var the second one names, and never
+/// appears in an error.
+fn parse_access(
+    index: usize,
+    fields: &serde_json::Map<String, Value>,
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<AccessToken>, ConfigError> {
+    let id_setting = || format!("ORIGINS[{index}].access_client_id");
+    let var_setting = || format!("ORIGINS[{index}].access_client_secret_var");
+    let text = |key: &str, setting: String| -> Result<Option<String>, ConfigError> {
+        match fields.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+            Some(other) => Err(error(setting, format!("{other} is not a string"))),
+        }
+    };
+    let id = text("access_client_id", id_setting())?;
+    let var = text("access_client_secret_var", var_setting())?;
+    let (id, var) = match (id, var) {
+        (None, None) => return Ok(None),
+        (Some(_), None) => {
+            return Err(error(
+                var_setting(),
+                "is missing; access_client_id is set, so name the Worker secret that holds the client secret",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(error(
+                id_setting(),
+                "is missing; access_client_secret_var is set, so give the service token's client id",
+            ))
+        }
+        (Some(id), Some(var)) => (id, var),
+    };
+    // Sent as a header: visible ASCII only, so nothing can end the header.
+    let header_safe = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic());
+    if !header_safe(&id) {
+        return Err(error(
+            id_setting(),
+            format!("{id:?} must be a non-empty client id of visible ASCII characters, like \"0123abcd.access\""),
+        ));
+    }
+    let var_ok = !var.is_empty()
+        && var.len() <= 128
+        && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !var_ok {
+        return Err(error(
+            var_setting(),
+            format!("{var:?} is not a var name; expected letters, digits and '_', like \"ACCESS_SECRET_PRIMARY\""),
+        ));
+    }
+    if SETTINGS.contains(&var.as_str()) {
+        return Err(error(
+            var_setting(),
+            format!("{var:?} is one of the Worker's settings; give the secret a var of its own"),
+        ));
+    }
+    // Secrets pasted with a trailing newline must still work.
+    let secret = get(&var).map(|s| s.trim().to_string()).unwrap_or_default();
+    if secret.is_empty() {
+        return Err(error(
+            var_setting(),
+            format!("names the var {var:?}, which is missing or empty; set it with `wrangler secret put {var}`"),
+        ));
+    }
+    if !header_safe(&secret) {
+        return Err(error(
+            var_setting(),
+            format!(
+                "the value of {var:?} has characters a header cannot carry; expected visible ASCII"
+            ),
+        ));
+    }
+    Ok(Some(AccessToken {
+        client_id: id,
+        client_secret: secret,
+    }))
 }
 
 /// Accepts `http(s)://host[:port]` with an optional trailing `/`; returns it
@@ -363,6 +718,13 @@ mod tests {
         (e.setting.to_string(), e.problem)
     }
 
+    /// ORIGINS with one origin carrying `extra` keys, after a plain first one.
+    fn second_with(extra: &str) -> String {
+        format!(
+            r#"[{{"name":"a","url":"https://a.example"}},{{"name":"b","url":"https://b.example",{extra}}}]"#
+        )
+    }
+
     #[test]
     fn defaults() {
         let c = parse(&[("ORIGINS", TWO)]).expect("valid");
@@ -379,6 +741,90 @@ mod tests {
         assert_eq!(c.replay_body_max_bytes, 1_048_576);
         assert_eq!(c.health_fall, 2);
         assert!(c.colo_health);
+        assert_eq!(c.origins[0].weight, 1);
+        assert_eq!(c.origins[0].health_expect, HealthExpect::NotFailure);
+        assert_eq!(c.origins[0].access, None);
+        assert_eq!(c.steering, Policy::Failover);
+        assert_eq!(c.hash_key, HashKey::ClientIp);
+        assert_eq!(
+            c.affinity,
+            Affinity {
+                mode: AffinityMode::Off,
+                ttl_s: 82_800,
+                failover: AffinityFailover::Temporary
+            }
+        );
+    }
+
+    #[test]
+    fn steering_settings() {
+        let origins = second_with(r#""weight":0,"health_expect":"2xx,304""#);
+        let c = parse(&[
+            ("ORIGINS", &origins),
+            ("STEERING", "\"Hash\""),
+            ("HASH_KEY", "header:X-User-Id"),
+            ("AFFINITY", "cookie"),
+            ("AFFINITY_TTL_S", "3600"),
+            ("AFFINITY_FAILOVER", "sticky"),
+        ])
+        .expect("valid");
+        assert_eq!((c.origins[0].weight, c.origins[1].weight), (1, 0));
+        assert_eq!(c.origins[1].health_expect.describe(), "2xx,304");
+        assert_eq!(c.steering, Policy::Hash);
+        assert_eq!(c.hash_key, HashKey::Header("x-user-id".to_string()));
+        assert_eq!(
+            c.affinity,
+            Affinity {
+                mode: AffinityMode::Cookie,
+                ttl_s: 3600,
+                failover: AffinityFailover::Sticky
+            }
+        );
+        let candidates = c.candidates(|i| i == 1);
+        assert_eq!(
+            (
+                candidates[1].name,
+                candidates[1].weight,
+                candidates[1].healthy
+            ),
+            ("b", 0, true)
+        );
+        assert!(!candidates[0].healthy);
+        for (text, key) in [
+            ("ip", HashKey::ClientIp),
+            (" IP ", HashKey::ClientIp),
+            ("cookie:SessionID", HashKey::Cookie("SessionID".to_string())),
+            ("Header: x-a ", HashKey::Header("x-a".to_string())),
+        ] {
+            let c = parse(&[("ORIGINS", TWO), ("HASH_KEY", text)]).expect(text);
+            assert_eq!(c.hash_key, key, "{text}");
+        }
+        for (weight, expected) in [("0", 0), ("1000", 1000), ("2.0", 2), ("7", 7)] {
+            let origins = second_with(&format!(r#""weight":{weight}"#));
+            let c = parse(&[("ORIGINS", &origins)]).expect(weight);
+            assert_eq!(c.origins[1].weight, expected, "{weight}");
+        }
+    }
+
+    #[test]
+    fn access_token_comes_from_the_named_secret() {
+        let origins =
+            second_with(r#""access_client_id":"abc.access","access_client_secret_var":"ACCESS_B""#);
+        let c = parse(&[("ORIGINS", &origins), ("ACCESS_B", "s3cr3t-value\n")]).expect("valid");
+        let token = c.origins[1].access.as_ref().expect("configured");
+        assert_eq!(token.client_id, "abc.access");
+        assert_eq!(token.client_secret, "s3cr3t-value");
+        assert_eq!(c.origins[0].access, None);
+        // Neither the token's nor the whole config's Debug shows the secret.
+        for shown in [format!("{token:?}"), format!("{c:?}")] {
+            assert!(!shown.contains("s3cr3t"), "{shown}");
+            assert!(shown.contains("<redacted>"), "{shown}");
+        }
+        // Nor does an error about it.
+        let e = parse(&[("ORIGINS", &origins), ("ACCESS_B", "bad\u{7f}s3cr3t")])
+            .expect_err("control character");
+        assert_eq!(e.setting, "ORIGINS[1].access_client_secret_var");
+        assert!(!e.to_string().contains("s3cr3t"), "{e}");
     }
 
     #[test]
@@ -550,6 +996,163 @@ mod tests {
                 &[("ORIGINS", TWO), ("REPLAY_BODY_MAX_BYTES", "big")],
                 "REPLAY_BODY_MAX_BYTES",
                 "not a whole number",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STEERING", "rr")],
+                "STEERING",
+                r#""rr" is not accepted; expected "failover", "weighted" or "hash""#,
+            ),
+            (
+                &[("ORIGINS", TWO), ("HASH_KEY", "body")],
+                "HASH_KEY",
+                r#""body" is not accepted; expected "ip", "header:<name>" or "cookie:<name>""#,
+            ),
+            (
+                &[("ORIGINS", TWO), ("HASH_KEY", "header:")],
+                "HASH_KEY",
+                "no valid header name",
+            ),
+            (
+                &[("ORIGINS", TWO), ("HASH_KEY", "cookie:a b")],
+                "HASH_KEY",
+                "no valid cookie name",
+            ),
+            (
+                &[("ORIGINS", TWO), ("HASH_KEY", "ip:x")],
+                "HASH_KEY",
+                "is not accepted",
+            ),
+            (
+                &[("ORIGINS", TWO), ("AFFINITY", "on")],
+                "AFFINITY",
+                r#""on" is not accepted; expected "off" or "cookie""#,
+            ),
+            (
+                &[("ORIGINS", TWO), ("AFFINITY_TTL_S", "0")],
+                "AFFINITY_TTL_S",
+                "0 is out of range; expected 1 to 31536000",
+            ),
+            (
+                &[("ORIGINS", TWO), ("AFFINITY_TTL_S", "31536001")],
+                "AFFINITY_TTL_S",
+                "out of range",
+            ),
+            (
+                &[("ORIGINS", TWO), ("AFFINITY_TTL_S", "1h")],
+                "AFFINITY_TTL_S",
+                "not a whole number",
+            ),
+            (
+                &[("ORIGINS", TWO), ("AFFINITY_FAILOVER", "always")],
+                "AFFINITY_FAILOVER",
+                r#"expected "temporary" or "sticky""#,
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""weight":-1"#))],
+                "ORIGINS[1].weight",
+                "-1 is out of range; expected a whole number 0 to 1000",
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""weight":1001"#))],
+                "ORIGINS[1].weight",
+                "1001 is out of range; expected a whole number 0 to 1000",
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""weight":1.5"#))],
+                "ORIGINS[1].weight",
+                "1.5 is not a whole number",
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""weight":"2""#))],
+                "ORIGINS[1].weight",
+                r#""2" is not a number"#,
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""health_expect":"abc""#))],
+                "ORIGINS[1].health_expect",
+                r#"item "abc" is not a status code (200), class (2xx) or range (200-399); expected comma-separated"#,
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""health_expect":"600""#))],
+                "ORIGINS[1].health_expect",
+                "outside 100-599",
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""health_expect":200"#))],
+                "ORIGINS[1].health_expect",
+                "200 is not a string",
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""access_client_id":"x.access""#))],
+                "ORIGINS[1].access_client_secret_var",
+                "is missing; access_client_id is set",
+            ),
+            (
+                &[("ORIGINS", &second_with(r#""access_client_secret_var":"S""#))],
+                "ORIGINS[1].access_client_id",
+                "is missing; access_client_secret_var is set",
+            ),
+            (
+                &[(
+                    "ORIGINS",
+                    &second_with(
+                        r#""access_client_id":"x.access","access_client_secret_var":"ACCESS_B""#,
+                    ),
+                )],
+                "ORIGINS[1].access_client_secret_var",
+                r#"names the var "ACCESS_B", which is missing or empty"#,
+            ),
+            (
+                &[
+                    (
+                        "ORIGINS",
+                        &second_with(
+                            r#""access_client_id":"x.access","access_client_secret_var":"ACCESS_B""#,
+                        ),
+                    ),
+                    ("ACCESS_B", " \n"),
+                ],
+                "ORIGINS[1].access_client_secret_var",
+                "missing or empty",
+            ),
+            (
+                &[(
+                    "ORIGINS",
+                    &second_with(
+                        r#""access_client_id":"x.access","access_client_secret_var":"STATUS_TOKEN""#,
+                    ),
+                )],
+                "ORIGINS[1].access_client_secret_var",
+                "one of the Worker's settings",
+            ),
+            (
+                &[(
+                    "ORIGINS",
+                    &second_with(
+                        r#""access_client_id":"x.access","access_client_secret_var":"a-b""#,
+                    ),
+                )],
+                "ORIGINS[1].access_client_secret_var",
+                "is not a var name",
+            ),
+            (
+                &[
+                    (
+                        "ORIGINS",
+                        &second_with(r#""access_client_id":"x y","access_client_secret_var":"S""#),
+                    ),
+                    ("S", "secret"),
+                ],
+                "ORIGINS[1].access_client_id",
+                "visible ASCII",
+            ),
+            (
+                &[(
+                    "ORIGINS",
+                    &second_with(r#""access_client_id":7,"access_client_secret_var":"S""#),
+                )],
+                "ORIGINS[1].access_client_id",
+                "7 is not a string",
             ),
         ];
         for (vars, setting, needle) in table {

@@ -100,6 +100,10 @@ pub fn status_document(
             json!({
                 "name": origin.name,
                 "priority": priority,
+                "weight": origin.weight,
+                "health_expect": origin.health_expect.describe(),
+                // Whether a service token is configured; never its value.
+                "access_token": origin.access.is_some(),
                 "state": h.verdict().as_str(),
                 "good_streak": h.good_streak(),
                 "bad_streak": h.bad_streak(),
@@ -122,6 +126,13 @@ pub fn status_document(
         "attempt_timeout_ms": config.attempt_timeout_ms,
         "health_interval_ms": config.health_interval_ms,
         "health_rise": config.health_rise,
+        "steering": config.steering.as_str(),
+        "hash_key": config.hash_key.describe(),
+        "affinity": json!({
+            "mode": config.affinity.mode.as_str(),
+            "ttl_s": config.affinity.ttl_s,
+            "failover": config.affinity.failover.as_str(),
+        }),
         "origins": origins,
     })
 }

@@ -1,0 +1,436 @@
+//! Session affinity (`AFFINITY = "cookie"`): the `__tf_affinity` cookie pins
+//! a client to the origin that first served it.
+//!
+//! The cookie names the origin opaquely: a 64-bit hash, in hex, of the
+//! origin's name under a salt made of every origin's name and URL. A client
+//! cannot pick an origin by writing its name, a config change (an origin
+//! added, renamed or moved) voids every old cookie, and a value that matches
+//! no origin is ignored, never an error. The token is not a secret (the salt
+//! is the config): affinity is a convenience, not access control, and a
+//! client that replays another origin's token only gets what a client pinned
+//! there gets.
+//!
+//! While the pinned origin is healthy it is tried first; while it is down
+//! the policy's order holds, and `AFFINITY_FAILOVER` says whether the client
+//! is re-pinned to the origin that served instead (`sticky`) or returns to
+//! its origin when it recovers (`temporary`). `src/js/steer.mjs` has the
+//! twins of [`pinned_in`] and [`with_affinity`] for the fast path.
+
+use crate::config::WorkerConfig;
+pub use crate::config::{Affinity, AffinityFailover, AffinityMode};
+
+/// The cookie's name.
+pub const COOKIE_NAME: &str = "__tf_affinity";
+
+const FNV64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV64_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv1a64(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(FNV64_PRIME);
+    }
+    h
+}
+
+/// MurmurHash3's 64-bit finaliser, so tokens of similar names look unrelated.
+fn fmix64(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    h
+}
+
+/// The hash state after the salt: a version tag, then every origin's name
+/// and URL, NUL-separated (neither may contain a NUL).
+fn salt(config: &WorkerConfig) -> u64 {
+    let mut h = fnv1a64(FNV64_OFFSET, b"tunnel-failover affinity v1\0");
+    for o in &config.origins {
+        h = fnv1a64(h, o.name.as_bytes());
+        h = fnv1a64(h, b"\0");
+        h = fnv1a64(h, o.base.as_bytes());
+        h = fnv1a64(h, b"\0");
+    }
+    h
+}
+
+fn token(salt: u64, name: &str) -> String {
+    let h = fnv1a64(fnv1a64(salt, b"\x01"), name.as_bytes());
+    format!("{:016x}", fmix64(h))
+}
+
+/// Every origin's cookie value, by index: computed once per config, and what
+/// the shell hands the JS fast path.
+pub fn tokens(config: &WorkerConfig) -> Vec<String> {
+    let salt = salt(config);
+    config
+        .origins
+        .iter()
+        .map(|o| token(salt, &o.name))
+        .collect()
+}
+
+/// The cookie value that pins `origin_index`. An index outside the config
+/// gets a value no origin matches, so that client is steered afresh.
+pub fn cookie_value(config: &WorkerConfig, origin_index: usize) -> String {
+    let name = config
+        .origins
+        .get(origin_index)
+        .map_or("", |o| o.name.as_str());
+    token(salt(config), name)
+}
+
+/// The origin a request's `Cookie` header pins, if any.
+pub fn pinned_origin(config: &WorkerConfig, cookie_header: Option<&str>) -> Option<usize> {
+    pinned_in(&tokens(config), cookie_header)
+}
+
+/// [`pinned_origin`] against precomputed [`tokens`]: the first
+/// `__tf_affinity` cookie whose value is some origin's token. Forged, stale
+/// and malformed values are skipped.
+pub fn pinned_in(tokens: &[String], cookie_header: Option<&str>) -> Option<usize> {
+    cookies(cookie_header?)
+        .filter(|(name, _)| *name == COOKIE_NAME)
+        .find_map(|(_, value)| tokens.iter().position(|t| t == value))
+}
+
+/// The `name=value` pairs of a `Cookie` header, in order: pairs split at
+/// `;`, name and value trimmed of spaces and tabs, one pair of double quotes
+/// around the value removed, and pieces without `=` or a name skipped.
+pub fn cookies(header: &str) -> impl Iterator<Item = (&str, &str)> {
+    header.split(';').filter_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        let name = name.trim_matches([' ', '\t']);
+        let value = value.trim_matches([' ', '\t']);
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        (!name.is_empty()).then_some((name, value))
+    })
+}
+
+/// The value of the first cookie called `name` (case-sensitive).
+pub fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    cookies(header).find(|(n, _)| *n == name).map(|(_, v)| v)
+}
+
+/// The `Set-Cookie` header value that pins the client to `value`'s origin.
+/// `Secure` only for a request that came over https, so plain-http testing
+/// still works; `HttpOnly` because no script needs it; `Lax` so a top-level
+/// navigation from elsewhere keeps the pin.
+pub fn set_cookie(value: &str, ttl_s: u32, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{COOKIE_NAME}={value}; Path=/; Max-Age={ttl_s}; HttpOnly; SameSite=Lax{secure}")
+}
+
+/// Whether the response carries a `Set-Cookie` naming the origin that
+/// served it. Decided before the attempts, applied after (`emit_for`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetCookie {
+    /// Leave the client's cookie as it is (affinity off, or `temporary`
+    /// while the pinned origin is away).
+    Never,
+    /// The client has no valid pin: pin it to whichever origin serves.
+    Always,
+    /// `sticky`: re-pin unless the pinned origin itself served.
+    UnlessServedBy(usize),
+}
+
+impl SetCookie {
+    /// True when the response served by `served` must set the cookie.
+    pub fn emit_for(self, served: usize) -> bool {
+        match self {
+            SetCookie::Never => false,
+            SetCookie::Always => true,
+            SetCookie::UnlessServedBy(pinned) => served != pinned,
+        }
+    }
+}
+
+/// A request's attempt order with affinity applied, and the cookie rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub order: Vec<usize>,
+    pub set_cookie: SetCookie,
+}
+
+/// Applies affinity to the policy's attempt order. `pinned` is
+/// [`pinned_origin`]'s answer and `pinned_healthy` the health map's verdict
+/// on it.
+///
+/// - No valid pin: the policy's order; pin whoever serves.
+/// - Pinned and healthy: the pinned origin first, then the policy's order
+///   without it. If it fails mid-request and another origin serves,
+///   `sticky` re-pins to that one and `temporary` keeps the pin.
+/// - Pinned and down: the policy's order; `sticky` re-pins to whoever
+///   serves, `temporary` leaves the cookie so the client returns.
+pub fn with_affinity(
+    affinity: &Affinity,
+    pinned: Option<usize>,
+    pinned_healthy: bool,
+    policy_order: Vec<usize>,
+) -> Plan {
+    let pinned = pinned.filter(|p| policy_order.contains(p));
+    let set_cookie = match (affinity.mode, pinned, affinity.failover) {
+        (AffinityMode::Off, _, _) => SetCookie::Never,
+        (AffinityMode::Cookie, None, _) => SetCookie::Always,
+        (AffinityMode::Cookie, Some(p), AffinityFailover::Sticky) => SetCookie::UnlessServedBy(p),
+        (AffinityMode::Cookie, Some(_), AffinityFailover::Temporary) => SetCookie::Never,
+    };
+    let order = match (affinity.mode, pinned) {
+        (AffinityMode::Cookie, Some(p)) if pinned_healthy => {
+            let mut order = Vec::with_capacity(policy_order.len());
+            order.push(p);
+            order.extend(policy_order.into_iter().filter(|&i| i != p));
+            order
+        }
+        _ => policy_order,
+    };
+    Plan { order, set_cookie }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(origins: &str) -> WorkerConfig {
+        let origins = origins.to_string();
+        WorkerConfig::from_vars(|k| (k == "ORIGINS").then(|| origins.clone())).expect("valid")
+    }
+
+    const THREE: &str = r#"[{"name":"primary","url":"https://a.example"},
+        {"name":"replica","url":"https://b.example"},{"name":"backup","url":"https://c.example"}]"#;
+
+    #[test]
+    fn tokens_are_opaque_distinct_and_tied_to_the_config() {
+        let c = config(THREE);
+        let t = tokens(&c);
+        assert_eq!(t.len(), 3);
+        for (i, v) in t.iter().enumerate() {
+            assert_eq!(v.len(), 16, "{v}");
+            assert!(v
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+            assert!(!v.contains(&c.origins[i].name));
+            assert_eq!(&cookie_value(&c, i), v);
+            assert_eq!(
+                pinned_origin(&c, Some(&format!("{COOKIE_NAME}={v}"))),
+                Some(i)
+            );
+        }
+        assert!(t[0] != t[1] && t[1] != t[2] && t[0] != t[2]);
+        assert!(!t.contains(&cookie_value(&c, 3)), "no origin 3");
+        // Moving one origin's URL voids every token.
+        let moved = config(&THREE.replace("b.example", "b2.example"));
+        for (old, new) in t.iter().zip(tokens(&moved)) {
+            assert_ne!(old, &new);
+        }
+        // Same config, same tokens: every isolate and deployment agrees.
+        assert_eq!(tokens(&config(THREE)), t);
+    }
+
+    #[test]
+    fn cookie_headers() {
+        let c = config(THREE);
+        let t = tokens(&c);
+        let (a, b) = (&t[0], &t[1]);
+        let table: Vec<(String, Option<usize>)> = vec![
+            (format!("{COOKIE_NAME}={b}"), Some(1)),
+            (format!("x=1; {COOKIE_NAME}={b}; y=2"), Some(1)),
+            (format!("x=1;{COOKIE_NAME}={b};y=2"), Some(1)),
+            (format!("  {COOKIE_NAME} = {b} ;"), Some(1)),
+            (format!("\t{COOKIE_NAME}=\"{b}\""), Some(1)),
+            (format!("{COOKIE_NAME}=bogus; {COOKIE_NAME}={a}"), Some(0)),
+            (format!("{COOKIE_NAME}={a}; {COOKIE_NAME}={b}"), Some(0)),
+            (format!("{COOKIE_NAME}=replica"), None),
+            (format!("{COOKIE_NAME}={}", b.to_uppercase()), None),
+            (format!("{COOKIE_NAME}={b}x"), None),
+            (format!("{COOKIE_NAME}=\"{b}"), None),
+            (format!("__TF_AFFINITY={b}"), None),
+            (format!("x{COOKIE_NAME}={b}"), None),
+            (format!("x={COOKIE_NAME}={b}"), None),
+            (COOKIE_NAME.to_string(), None),
+            (format!("{COOKIE_NAME}="), None),
+            (String::new(), None),
+            (";;; ;=;".to_string(), None),
+        ];
+        for (header, expected) in &table {
+            assert_eq!(pinned_origin(&c, Some(header)), *expected, "{header:?}");
+            assert_eq!(pinned_in(&t, Some(header)), *expected, "{header:?}");
+        }
+        assert_eq!(pinned_origin(&c, None), None);
+        // A stale cookie from another config pins nothing.
+        let other = config(&THREE.replace("backup", "standby"));
+        assert_eq!(
+            pinned_origin(&other, Some(&format!("{COOKIE_NAME}={a}"))),
+            None
+        );
+    }
+
+    #[test]
+    fn cookie_lookup() {
+        assert_eq!(cookie("a=1; b=2", "b"), Some("2"));
+        assert_eq!(cookie("a=1; b=2", "B"), None);
+        assert_eq!(cookie("a=1; b=x=y", "b"), Some("x=y"));
+        assert_eq!(cookie("b; b=3", "b"), Some("3"));
+        assert_eq!(cookie("=1; b=\"\"", "b"), Some(""));
+        assert_eq!(cookie("", "b"), None);
+    }
+
+    #[test]
+    fn set_cookie_header() {
+        assert_eq!(
+            set_cookie("0123456789abcdef", 82_800, true),
+            "__tf_affinity=0123456789abcdef; Path=/; Max-Age=82800; HttpOnly; SameSite=Lax; Secure"
+        );
+        assert_eq!(
+            set_cookie("0123456789abcdef", 60, false),
+            "__tf_affinity=0123456789abcdef; Path=/; Max-Age=60; HttpOnly; SameSite=Lax"
+        );
+    }
+
+    fn affinity(mode: AffinityMode, failover: AffinityFailover) -> Affinity {
+        Affinity {
+            mode,
+            ttl_s: 60,
+            failover,
+        }
+    }
+
+    #[test]
+    fn decisions() {
+        use AffinityFailover::{Sticky, Temporary};
+        use AffinityMode::{Cookie, Off};
+        // mode, failover, pinned, pinned healthy, policy order →
+        // order, set-cookie
+        type Row = (
+            AffinityMode,
+            AffinityFailover,
+            Option<usize>,
+            bool,
+            &'static [usize],
+            &'static [usize],
+            SetCookie,
+        );
+        let table: &[Row] = &[
+            (
+                Off,
+                Temporary,
+                None,
+                true,
+                &[1, 0, 2],
+                &[1, 0, 2],
+                SetCookie::Never,
+            ),
+            (
+                Off,
+                Sticky,
+                Some(2),
+                true,
+                &[1, 0, 2],
+                &[1, 0, 2],
+                SetCookie::Never,
+            ),
+            (
+                Cookie,
+                Temporary,
+                None,
+                true,
+                &[1, 0, 2],
+                &[1, 0, 2],
+                SetCookie::Always,
+            ),
+            (
+                Cookie,
+                Sticky,
+                None,
+                false,
+                &[1, 0, 2],
+                &[1, 0, 2],
+                SetCookie::Always,
+            ),
+            (
+                Cookie,
+                Temporary,
+                Some(2),
+                true,
+                &[1, 0, 2],
+                &[2, 1, 0],
+                SetCookie::Never,
+            ),
+            (
+                Cookie,
+                Sticky,
+                Some(2),
+                true,
+                &[1, 0, 2],
+                &[2, 1, 0],
+                SetCookie::UnlessServedBy(2),
+            ),
+            (
+                Cookie,
+                Temporary,
+                Some(1),
+                true,
+                &[1, 0, 2],
+                &[1, 0, 2],
+                SetCookie::Never,
+            ),
+            (
+                Cookie,
+                Temporary,
+                Some(2),
+                false,
+                &[1, 0, 2],
+                &[1, 0, 2],
+                SetCookie::Never,
+            ),
+            (
+                Cookie,
+                Sticky,
+                Some(2),
+                false,
+                &[1, 0, 2],
+                &[1, 0, 2],
+                SetCookie::UnlessServedBy(2),
+            ),
+            // A pin outside the order (cannot come from pinned_origin) is no pin.
+            (
+                Cookie,
+                Sticky,
+                Some(7),
+                true,
+                &[1, 0, 2],
+                &[1, 0, 2],
+                SetCookie::Always,
+            ),
+        ];
+        for (mode, failover, pinned, healthy, order, expected, cookie) in table {
+            let plan = with_affinity(
+                &affinity(*mode, *failover),
+                *pinned,
+                *healthy,
+                order.to_vec(),
+            );
+            assert_eq!(
+                plan,
+                Plan {
+                    order: expected.to_vec(),
+                    set_cookie: *cookie
+                },
+                "{mode:?} {failover:?} {pinned:?} {healthy}"
+            );
+        }
+    }
+
+    #[test]
+    fn who_gets_a_cookie() {
+        assert!(!SetCookie::Never.emit_for(0));
+        assert!(SetCookie::Always.emit_for(0));
+        assert!(!SetCookie::UnlessServedBy(2).emit_for(2));
+        assert!(SetCookie::UnlessServedBy(2).emit_for(0));
+    }
+}

@@ -1,0 +1,128 @@
+//! One request's route: the steering policy's attempt order, session
+//! affinity on top, and the origin the request was meant for (so that
+//! `x-failover` says when it was served elsewhere). The fast path's JS twin
+//! is `route` in src/js/route.mjs; both compose the same pieces
+//! ([`steering::attempt_order`], [`affinity::with_affinity`]), which are held
+//! to tests/fixtures/steering.json.
+
+use crate::affinity::{self, SetCookie};
+use crate::config::{AffinityMode, WorkerConfig};
+use crate::steering::attempt_order;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// Origins to try, in order: every origin, down ones last.
+    pub order: Vec<usize>,
+    /// The origin the policy (or the affinity cookie) meant this request
+    /// for, health aside: serving from any other sets `x-failover`.
+    pub intended: usize,
+    /// Whether to (re)write the affinity cookie for the origin that serves.
+    pub set_cookie: SetCookie,
+    /// The origin a valid affinity cookie names, if any.
+    pub pinned: Option<usize>,
+}
+
+/// The route for a request. `key` is its hash key (or None), `cookie_header`
+/// its Cookie header when affinity is on, `random` a uniform number in
+/// [0, 1) for `weighted`.
+pub fn route(
+    config: &WorkerConfig,
+    is_up: impl Fn(usize) -> bool,
+    key: Option<&str>,
+    cookie_header: Option<&str>,
+    random: f64,
+) -> Route {
+    let policy_order = attempt_order(config.steering, &config.candidates(&is_up), key, random);
+    let pinned = match config.affinity.mode {
+        AffinityMode::Cookie => affinity::pinned_origin(config, cookie_header),
+        AffinityMode::Off => None,
+    };
+    let meant = pinned.or_else(|| {
+        attempt_order(config.steering, &config.candidates(|_| true), key, random)
+            .first()
+            .copied()
+    });
+    let plan = affinity::with_affinity(
+        &config.affinity,
+        pinned,
+        pinned.is_some_and(&is_up),
+        policy_order,
+    );
+    let mut order = plan.order;
+    // The origin a request was meant for goes first whenever it is up, so
+    // that `x-failover` means "the intended origin was down or failed".
+    if let Some(m) = meant.filter(|&m| is_up(m)) {
+        if let Some(at) = order.iter().position(|&o| o == m) {
+            let m = order.remove(at);
+            order.insert(0, m);
+        }
+    }
+    Route {
+        intended: meant.or_else(|| order.first().copied()).unwrap_or(0),
+        order,
+        set_cookie: plan.set_cookie,
+        pinned,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> WorkerConfig {
+        WorkerConfig::from_vars(|k| {
+            if k == "ORIGINS" {
+                return Some(
+                    r#"[{"name":"a","url":"https://a.example","weight":1},
+                        {"name":"b","url":"https://b.example","weight":1},
+                        {"name":"c","url":"https://c.example","weight":2}]"#
+                        .to_string(),
+                );
+            }
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn failover_is_todays_order_and_intends_the_primary() {
+        let c = config(&[]);
+        let r = route(&c, |i| i != 0, None, None, 0.5);
+        assert_eq!(r.order, vec![1, 2, 0]);
+        assert_eq!(r.intended, 0);
+        assert_eq!(r.set_cookie, SetCookie::Never);
+    }
+
+    #[test]
+    fn an_intended_origin_that_is_up_always_goes_first() {
+        let c = config(&[("STEERING", "weighted")]);
+        for step in 0..100 {
+            let random = f64::from(step) / 100.0;
+            let all_up = route(&c, |_| true, None, None, random);
+            assert_eq!(all_up.order[0], all_up.intended, "random {random}");
+            let one_down = route(&c, |i| i != 1, None, None, random);
+            if one_down.intended != 1 {
+                assert_eq!(one_down.order[0], one_down.intended, "random {random}");
+            }
+            assert_eq!(*one_down.order.last().unwrap(), 1, "down origins last");
+        }
+    }
+
+    #[test]
+    fn a_valid_cookie_pins_while_up_and_is_intended_while_down() {
+        let c = config(&[("AFFINITY", "cookie")]);
+        let cookie = format!("x=1; __tf_affinity={}", affinity::cookie_value(&c, 2));
+        let up = route(&c, |_| true, None, Some(&cookie), 0.1);
+        assert_eq!((up.order[0], up.intended, up.pinned), (2, 2, Some(2)));
+        assert_eq!(up.set_cookie, SetCookie::Never);
+        let down = route(&c, |i| i != 2, None, Some(&cookie), 0.1);
+        assert_eq!((down.order[0], down.intended), (0, 2));
+        let forged = route(&c, |_| true, None, Some("__tf_affinity=c"), 0.1);
+        assert_eq!(
+            (forged.pinned, forged.set_cookie),
+            (None, SetCookie::Always)
+        );
+    }
+}
