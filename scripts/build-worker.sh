@@ -30,10 +30,14 @@ sed -i 's/^import source /import /' "$STAGE/index.js"
 "$WASM_OPT_BIN" "$STAGE/index_bg.wasm" -O --strip-debug --strip-producers -o "$OUT/index_bg.wasm" \
   --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-reference-types --enable-multivalue --enable-exception-handling
-cp "$ROOT/src/js/entry.mjs" "$STAGE/"
+cp "$ROOT/src/js/entry.mjs" "$ROOT/src/js/route.mjs" "$ROOT/src/js/steer.mjs" "$STAGE/"
 # entry.mjs must import the very modules the Rust side imports (wasm-bindgen
 # copies them under snippets/): lease.mjs holds state both sides share.
-for module in attempt lease; do
+# attempt.mjs imports rules.mjs, which wasm-bindgen does not copy along
+# with the snippet: it goes beside it, and entry.mjs re-exports that copy.
+snippet_dir=$(cd "$STAGE" && dirname "$(ls snippets/*/src/js/attempt.mjs)")
+cp "$ROOT/src/js/rules.mjs" "$STAGE/$snippet_dir/"
+for module in attempt lease rules; do
   snippet=$(cd "$STAGE" && ls snippets/*/src/js/$module.mjs)
   echo "export * from \"./$snippet\";" >"$STAGE/$module.mjs"
 done

@@ -8,6 +8,10 @@
 //! shared-health reads, a failed attempt. `make bench` measured the two Wasm
 //! calls per request this replaces at about 3% of throughput.
 
+use failover_core::affinity;
+use failover_core::config::{AffinityMode, Origin, WorkerConfig};
+use failover_core::health::HealthMap;
+use failover_core::steering::Policy;
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
 use worker::{js_sys, web_sys, Context, Env};
@@ -46,7 +50,7 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
         None => JsValue::UNDEFINED,
     };
     let lease = js_sys::Object::new();
-    let fields: [(&str, JsValue); 7] = [
+    let fields: [(&str, JsValue); 8] = [
         ("origin", JsValue::from_f64(index as f64)),
         ("until", JsValue::from_f64(until as f64)),
         ("base", JsValue::from_str(&origin.base)),
@@ -57,6 +61,7 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
         ),
         ("statusPath", status_path),
         ("generation", JsValue::from_f64(isolate.generation() as f64)),
+        ("steer", steering(config, &health)),
     ];
     for (name, value) in fields {
         // Setting a property on a fresh plain object cannot fail.
@@ -65,8 +70,103 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     Some(lease)
 }
 
+/// What the fast path needs to route each request itself (src/js/route.mjs),
+/// or undefined under plain failover steering with no affinity and no
+/// Access token: then every request goes to `origin`, as before.
+fn steering(config: &WorkerConfig, health: &HealthMap) -> JsValue {
+    let plain = config.steering == Policy::Failover
+        && config.affinity.mode == AffinityMode::Off
+        && config.origins.iter().all(|o| o.access.is_none());
+    if plain {
+        return JsValue::UNDEFINED;
+    }
+    let strings = |f: &dyn Fn(&Origin) -> String| -> js_sys::Array {
+        config
+            .origins
+            .iter()
+            .map(|o| JsValue::from_str(&f(o)))
+            .collect()
+    };
+    let healthy: js_sys::Array = (0..config.origins.len())
+        .map(|i| JsValue::from_bool(health.is_up(i)))
+        .collect();
+    let weights: js_sys::Array = config
+        .origins
+        .iter()
+        .map(|o| JsValue::from_f64(f64::from(o.weight)))
+        .collect();
+    let access: js_sys::Array = config
+        .origins
+        .iter()
+        .map(|o| match &o.access {
+            Some(token) => {
+                let pair = js_sys::Object::new();
+                let _ = js_sys::Reflect::set(&pair, &"id".into(), &token.client_id.as_str().into());
+                let _ = js_sys::Reflect::set(
+                    &pair,
+                    &"secret".into(),
+                    &token.client_secret.as_str().into(),
+                );
+                pair.into()
+            }
+            None => JsValue::NULL,
+        })
+        .collect();
+    let affinity_on = config.affinity.mode == AffinityMode::Cookie;
+    let tokens = if affinity_on {
+        affinity::tokens(config)
+            .iter()
+            .map(|t| JsValue::from_str(t))
+            .collect::<js_sys::Array>()
+            .into()
+    } else {
+        JsValue::UNDEFINED
+    };
+    let cookies = if affinity_on {
+        (0..config.origins.len())
+            .map(|i| {
+                let value = affinity::cookie_value(config, i);
+                JsValue::from_str(&affinity::set_cookie(&value, config.affinity.ttl_s, false))
+            })
+            .collect::<js_sys::Array>()
+            .into()
+    } else {
+        JsValue::UNDEFINED
+    };
+    let steer = js_sys::Object::new();
+    let fields: [(&str, JsValue); 11] = [
+        ("policy", JsValue::from_str(config.steering.as_str())),
+        ("names", strings(&|o| o.name.clone()).into()),
+        ("bases", strings(&|o| o.base.clone()).into()),
+        ("weights", weights.into()),
+        ("healthy", healthy.into()),
+        ("access", access.into()),
+        ("hashHeader", JsValue::from_str(config.hash_key.header())),
+        (
+            "hashCookie",
+            config
+                .hash_key
+                .cookie_name()
+                .map_or(JsValue::UNDEFINED, JsValue::from_str),
+        ),
+        ("affinity", JsValue::from_str(config.affinity.mode.as_str())),
+        (
+            "affinityFailover",
+            JsValue::from_str(config.affinity.failover.as_str()),
+        ),
+        ("tokens", tokens),
+    ];
+    for (name, value) in fields {
+        let _ = js_sys::Reflect::set(&steer, &JsValue::from_str(name), &value);
+    }
+    // The Set-Cookie values without `Secure`, which JS adds for https.
+    let _ = js_sys::Reflect::set(&steer, &"cookies".into(), &cookies);
+    steer.into()
+}
+
 /// The fast path's attempt against `origin` did not succeed; `result` is
-/// what `attempt_js` resolved to. The full path takes it from there.
+/// what `attempt_js` resolved to, `random` the number its route used (NaN
+/// when it had none). The full path takes it from there.
 #[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
 pub async fn fetch_after(
     req: web_sys::Request,
@@ -74,6 +174,7 @@ pub async fn fetch_after(
     ctx: worker::worker_sys::Context,
     origin: usize,
     result: JsValue,
+    random: f64,
 ) -> web_sys::Response {
     let ctx = Context::new(ctx);
     let isolate = match isolate::load(&env) {
@@ -81,5 +182,6 @@ pub async fn fetch_after(
         Loaded::Broken(problem) => return crate::respond::plain(500, &problem),
     };
     let first = forward::outcome(forward::sent_from_js(result));
-    proxy(req, &isolate, &env, &ctx, Some((origin, first))).await
+    let random = (0.0..1.0).contains(&random).then_some(random);
+    proxy(req, &isolate, &env, &ctx, Some((origin, first)), random).await
 }

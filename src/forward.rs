@@ -2,8 +2,11 @@
 //! timeout for its response headers. The body is not timed: once the origin
 //! has answered, a slow body streams through to the client.
 
-use failover_core::classify::{classify_fetch_error, classify_status, Failure};
+use failover_core::classify::{
+    classify_fetch_error, classify_response, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
+};
 use failover_core::config::Origin;
+use failover_core::target::probe_url;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, web_sys};
@@ -85,8 +88,9 @@ pub fn sent_from_js(value: JsValue) -> Sent {
         return Sent::Failed(classify_fetch_error(&message));
     }
     match value.as_f64() {
-        Some(0.0) => Sent::Failed(Failure::Timeout),
-        Some(_) => Sent::Refused,
+        Some(n) if n == ATTEMPT_TIMED_OUT => Sent::Failed(Failure::Timeout),
+        Some(n) if n == ATTEMPT_REFUSED => Sent::Refused,
+        Some(_) => Sent::Failed(Failure::Network),
         None => value
             .dyn_into::<web_sys::Response>()
             .map_or(Sent::Failed(Failure::Network), Sent::Response),
@@ -96,7 +100,7 @@ pub fn sent_from_js(value: JsValue) -> Sent {
 /// The outcome of an attempt, from what `send` got back.
 pub fn outcome(sent: Sent) -> Outcome {
     match sent {
-        Sent::Response(res) => match classify_status(res.status()) {
+        Sent::Response(res) => match judge(&res) {
             None => Outcome::Answer(res),
             Some(failure) => Outcome::Failed(failure, Some(res)),
         },
@@ -105,19 +109,30 @@ pub fn outcome(sent: Sent) -> Outcome {
     }
 }
 
+/// A response judged like the fast path judges it: 5xx, and a redirect to
+/// an Access login (our service token is missing or wrong), are failures.
+fn judge(res: &web_sys::Response) -> Option<Failure> {
+    let location = res.headers().get("location").ok().flatten();
+    classify_response(res.status(), location.as_deref())
+}
+
 /// Probes give up well before the ~30 s the runtime allows work after a
 /// response, so a probe always reports back.
 const PROBE_TIMEOUT_CAP_MS: u64 = 25_000;
 
-/// One health probe: GET the origin's health path, aborted on timeout.
-/// Judged like any attempt: None when the origin answered with something a
-/// client could use.
+/// One health probe: GET the origin's health path (with its Access service
+/// token, if any), aborted on timeout. Judged like any attempt, unless the
+/// origin names the statuses that mean healthy (`health_expect`): None when
+/// it is healthy.
 pub async fn probe(origin: &Origin, timeout_ms: u64) -> Option<Failure> {
-    let url = format!("{}{}", origin.base, origin.health_path);
+    let Some(url) = probe_url(&origin.base, &origin.health_path) else {
+        return Some(Failure::Refused);
+    };
     let timeout_ms = u32::try_from(timeout_ms.min(PROBE_TIMEOUT_CAP_MS)).unwrap_or(u32::MAX);
-    match settle(probe_js(&url, timeout_ms)).await {
+    let headers = crate::access::probe_headers(origin);
+    match settle(probe_js(&url, timeout_ms, headers.as_ref())).await {
         Sent::Response(res) => {
-            let failure = classify_status(res.status());
+            let failure = origin.health_expect.judge_probe(res.status(), judge(&res));
             discard(Some(res));
             failure
         }

@@ -4,7 +4,7 @@
 use std::cell::{Cell, Ref, RefCell};
 use std::rc::Rc;
 
-use failover_core::config::{WorkerConfig, SETTINGS};
+use failover_core::config::WorkerConfig;
 use failover_core::health::HealthMap;
 use failover_core::report;
 use failover_core::shared::{colo_read_every_ms, Cadence, SharedVerdict, Source};
@@ -147,10 +147,10 @@ pub fn load(env: &Env) -> Loaded {
     loaded
 }
 
-/// A var's value as text: strings as they are (secrets, `--var`), anything
+/// A var's value as text (a setting, or the secret an origin's
+/// `access_client_secret_var` names): strings as they are (secrets, `--var`), anything
 /// else (TOML arrays, numbers) as JSON.
 pub fn var_text(env: &Env, name: &str) -> Option<String> {
-    debug_assert!(SETTINGS.contains(&name));
     let value = js_sys::Reflect::get(env.as_ref(), &JsValue::from_str(name)).ok()?;
     if value.is_undefined() || value.is_null() {
         return None;

@@ -27,5 +27,9 @@ extern "C" {
         streamed_length: Option<f64>,
         timeout_ms: u32,
     ) -> js_sys::Promise;
-    pub fn probe_js(url: &str, timeout_ms: u32) -> js_sys::Promise;
+    pub fn probe_js(
+        url: &str,
+        timeout_ms: u32,
+        headers: Option<&web_sys::Headers>,
+    ) -> js_sys::Promise;
 }

@@ -7,6 +7,7 @@
 //!   `change_health`, whose generation decides when the fast path's lease
 //!   is revoked.
 //! - [`status`]: the token-protected status endpoint.
+//! - [`access`]: Cloudflare Access service tokens on attempts and probes.
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
 //! - [`forward`]: one attempt against one origin, with its timeout.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
@@ -21,6 +22,7 @@
 //! the health map, so every fallible call is handled.
 #![cfg(target_arch = "wasm32")]
 
+mod access;
 mod body;
 mod clock;
 mod colo;
@@ -48,7 +50,7 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<
     };
     #[cfg(feature = "panic-test")]
     panic_on_request(&req);
-    Ok(proxy(req, &isolate, &env, &ctx, None).await)
+    Ok(proxy(req, &isolate, &env, &ctx, None, None).await)
 }
 
 /// Test builds only: the panic a bug would cause, on demand.

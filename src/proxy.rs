@@ -5,16 +5,19 @@
 
 use std::rc::Rc;
 
+use failover_core::affinity;
 use failover_core::attempts::{AfterFailure, Attempts};
 use failover_core::classify::Failure;
+use failover_core::config::AffinityMode;
 use failover_core::replay::BodyPlan;
-use failover_core::target::upstream_url;
-use worker::{web_sys, Context, Env};
+use failover_core::route::route;
+use failover_core::target::{is_status_request, upstream_url};
+use worker::{js_sys, web_sys, Context, Env};
 
 use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
 use crate::isolate::Isolate;
-use crate::{clock, colo, global, log, probe, respond, status};
+use crate::{access, clock, colo, global, log, probe, respond, status};
 
 /// The whole request, the slow and complete way. `first` is an attempt the
 /// fast path (src/js/entry.mjs) already made and that did not succeed: the
@@ -25,13 +28,18 @@ pub async fn proxy(
     env: &Env,
     ctx: &Context,
     mut first: Option<(usize, Outcome)>,
+    random: Option<f64>,
 ) -> web_sys::Response {
     let config = &isolate.config;
     let url = req.url();
     let now = clock::now_ms();
     colo::refresh(isolate, now).await;
     global::consult_if_due(ctx, env, isolate, now);
-    if status::is_status_request(&req, &url, config) {
+    let status_path = config
+        .status_token
+        .as_ref()
+        .map(|_| config.status_path.as_str());
+    if is_status_request(&url, &req.method(), status_path) {
         return status::answer(&req, isolate);
     }
     probe::start_due(ctx, isolate, now);
@@ -50,11 +58,30 @@ pub async fn proxy(
         }
     };
     let headers = req.headers();
-    let mut order = isolate.health().attempt_order();
+    let route = {
+        let health = isolate.health();
+        let key_header = header(&headers, config.hash_key.header());
+        let cookies = match config.affinity.mode {
+            AffinityMode::Cookie => header(&headers, "cookie"),
+            AffinityMode::Off => None,
+        };
+        // The fast path hands over the random number its route used, so the
+        // walk goes on from where it left off.
+        let random = random.unwrap_or_else(js_sys::Math::random);
+        route(
+            config,
+            |i| health.is_up(i),
+            config.hash_key.key_in(key_header.as_deref()),
+            cookies.as_deref(),
+            random,
+        )
+    };
+    let mut order = route.order.clone();
     if let Some((tried, _)) = &first {
         order.retain(|o| o != tried);
         order.insert(0, *tried);
     }
+    let https = url.starts_with("https:");
     let mut attempts = Attempts::new(order, &method, body.plan());
     let Some(mut current) = attempts.first() else {
         return respond::plain(502, "no origin is configured");
@@ -69,6 +96,7 @@ pub async fn proxy(
         let outcome = match first.take() {
             Some((_, outcome)) => outcome,
             None => {
+                let headers = access::headers_for(origin, &headers);
                 forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms).await
             }
         };
@@ -76,7 +104,13 @@ pub async fn proxy(
             Outcome::Answer(res) => {
                 // Evidence too: an older shared "down" must not override it.
                 isolate.answered(current, now);
-                return respond::served_by(res, &origin.name, current != 0);
+                let res = respond::served_by(res, &origin.name, current != route.intended);
+                if route.set_cookie.emit_for(current) {
+                    let value = affinity::cookie_value(config, current);
+                    let cookie = affinity::set_cookie(&value, config.affinity.ttl_s, https);
+                    let _ = res.headers().append("set-cookie", &cookie);
+                }
+                return res;
             }
             Outcome::Failed(failure, res) => (failure, res),
             Outcome::Refused => return respond::plain(400, "the request could not be forwarded"),
@@ -102,7 +136,7 @@ pub async fn proxy(
             }
             AfterFailure::PassThrough => {
                 return match failed_response {
-                    Some(res) => respond::served_by(res, &origin.name, current != 0),
+                    Some(res) => respond::served_by(res, &origin.name, current != route.intended),
                     None => respond::plain(502, "the origin could not be reached"),
                 };
             }
@@ -112,4 +146,8 @@ pub async fn proxy(
             }
         }
     }
+}
+
+fn header(headers: &web_sys::Headers, name: &str) -> Option<String> {
+    headers.get(name).ok().flatten()
 }

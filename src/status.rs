@@ -2,10 +2,8 @@
 //! map as JSON, or as an HTML page for a client that prefers `text/html` (a
 //! browser). Without a configured token the path is proxied like any other.
 
-use failover_core::config::WorkerConfig;
 use failover_core::report::{self, page, BuildInfo};
 use failover_core::secret::bearer_matches;
-use failover_core::target::path_and_query;
 use worker::web_sys;
 
 use crate::isolate::Isolate;
@@ -17,15 +15,6 @@ const BUILD: BuildInfo<'static> = BuildInfo {
 };
 
 /// The fast path's copy of this test is `upstreamUrl` in src/js/lease.mjs.
-pub fn is_status_request(req: &web_sys::Request, url: &str, config: &WorkerConfig) -> bool {
-    if config.status_token.is_none() {
-        return false;
-    }
-    let path = path_and_query(url);
-    let path = path.split_once('?').map_or(path, |(p, _)| p);
-    path == config.status_path && matches!(req.method().as_str(), "GET" | "HEAD")
-}
-
 pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
     let token = isolate.config.status_token.as_deref().unwrap_or("");
     let presented = req.headers().get("authorization").ok().flatten();

@@ -1,6 +1,7 @@
 // The two per-request steps that are pure JS plumbing, shared by the Rust
 // shell (imported through wasm-bindgen) and the fast path in entry.mjs.
 // Built from Rust they cost ~15 boundary crossings and two closures each.
+import { REFUSED, TIMED_OUT } from "./rules.mjs";
 
 // One attempt against one origin. The timer times the wait for the response
 // headers only, and for a streamed upload it starts once the whole body has
@@ -8,8 +9,9 @@
 // a dead origin. The stream is re-piped through a FixedLengthStream when its
 // length is known, so the origin still gets a Content-Length.
 //
-// Resolves to the Response, 0 for our own timeout, 1 when fetch refused the
-// request (TypeError), or the error's message; it never rejects. Redirects
+// Resolves to the Response, TIMED_OUT for our own timeout, REFUSED when
+// fetch refused the request (TypeError), or the error's message; it never
+// rejects (the constants live in rules.mjs, read by src/forward.rs too). Redirects
 // go to the client as they are: following one could leave the origin.
 //
 // The timeout races the fetch instead of aborting it: an AbortSignal on the
@@ -38,7 +40,7 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
     };
     let timer;
     const arm = () => {
-      timer = setTimeout(settle, timeoutMs, 0);
+      timer = setTimeout(settle, timeoutMs, TIMED_OUT);
     };
     if (streamedLength !== undefined) {
       const pipe = streamedLength >= 0 ? new FixedLengthStream(streamedLength) : new TransformStream();
@@ -67,23 +69,26 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
 // Probes also run where no client request ends to drop an abandoned fetch
 // (the HealthChecker's alarms, which would pile up connections to a hung
 // origin), and they are off the hot path, so the abort's cost is no matter.
-export function probe_js(url, timeoutMs) {
+// `headers`: an origin's Access service token, or undefined.
+export function probe_js(url, timeoutMs, headers) {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), timeoutMs);
-  return fetch(url, { redirect: "manual", signal: ctl.signal }).then(
+  const init = { redirect: "manual", signal: ctl.signal };
+  if (headers !== undefined) init.headers = headers;
+  return fetch(url, init).then(
     (res) => {
       clearTimeout(timer);
       return res;
     },
     (err) => {
       clearTimeout(timer);
-      return ctl.signal.aborted ? 0 : failureOf(err);
+      return ctl.signal.aborted ? TIMED_OUT : failureOf(err);
     },
   );
 }
 
 function failureOf(err) {
-  return err instanceof TypeError ? 1 : String(err && err.message !== undefined ? err.message : err);
+  return err instanceof TypeError ? REFUSED : String(err && err.message !== undefined ? err.message : err);
 }
 
 // Re-wraps the origin's response so its headers can be changed: the body

@@ -10,7 +10,10 @@
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
 import { attempt_js, served_by_js } from "./attempt.mjs";
-import { answered, grant, lease, upstreamUrl } from "./lease.mjs";
+import { answered, grant, lease, upstreamPath, upstreamUrl } from "./lease.mjs";
+import { route } from "./route.mjs";
+import { isAnswer } from "./rules.mjs";
+import { emitCookieFor, hashKeyIn, HASH } from "./steer.mjs";
 
 const initState = wasm.__worker_init_state();
 
@@ -71,16 +74,63 @@ function fastFetch(request, env, ctx) {
   if (expired && !grant(guard(wasm.fast_lease, env), initState.instanceId)) {
     return call(wasm.fetch, request, env, ctx);
   }
+  if (lease.steer !== undefined) return steeredFetch(request, env, ctx, lease.steer);
   const url = upstreamUrl(request.url, request.method);
   if (url === undefined) return call(wasm.fetch, request, env, ctx);
   const { origin, name } = lease;
   return attempt_js(url, request.method, request.headers, undefined, undefined, lease.timeoutMs).then((result) => {
-    if (typeof result === "object" && result.status < 500) {
+    if (typeof result === "object" && answers(result)) {
       answered(origin);
       return served_by_js(result, name, origin !== 0);
     }
-    return call(wasm.fetch_after, request, env, ctx, origin, result);
+    return call(wasm.fetch_after, request, env, ctx, origin, result, NaN);
   });
+}
+
+// The fast path under a steering policy, affinity or an Access token: the
+// request's route (route.mjs, Rust's twin) picks the origin, and the
+// attempt carries that origin's service token. Still no Wasm call unless
+// the attempt fails; Rust then walks on from the same route (the random
+// number goes with it).
+function steeredFetch(request, env, ctx, steer) {
+  const path = upstreamPath(request.url, request.method);
+  if (path === undefined) return call(wasm.fetch, request, env, ctx);
+  const headers = request.headers;
+  const key = steer.policy === HASH ? hashKeyIn(headers.get(steer.hashHeader), steer.hashCookie) : undefined;
+  const cookies = steer.tokens === undefined ? null : headers.get("cookie");
+  const random = Math.random();
+  const plan = route(steer, key, cookies, random);
+  const origin = plan.order[0];
+  if (steer.healthy[origin] !== true) return call(wasm.fetch, request, env, ctx);
+  const token = steer.access[origin];
+  let sent = headers;
+  if (token !== null) {
+    // The origin's service token replaces any the client sent.
+    sent = new Headers(headers);
+    sent.set("cf-access-client-id", token.id);
+    sent.set("cf-access-client-secret", token.secret);
+  }
+  const url = steer.bases[origin] + path;
+  return attempt_js(url, request.method, sent, undefined, undefined, lease.timeoutMs).then((result) => {
+    if (typeof result === "object" && answers(result)) {
+      answered(origin);
+      const out = served_by_js(result, steer.names[origin], origin !== plan.intended);
+      if (steer.cookies !== undefined && emitCookieFor(plan, origin)) {
+        const secure = request.url.startsWith("https:") ? "; Secure" : "";
+        out.headers.append("set-cookie", steer.cookies[origin] + secure);
+      }
+      return out;
+    }
+    return call(wasm.fetch_after, request, env, ctx, origin, result, random);
+  });
+}
+
+// The origin's answer for the client, or a failed attempt (rules.mjs, held
+// to the same fixture as Rust's classify). Location is read only for the
+// redirects an Access login uses.
+function answers(res) {
+  const s = res.status;
+  return isAnswer(s, s === 302 || s === 303 || s === 307 ? res.headers.get("location") : null);
 }
 
 export default {

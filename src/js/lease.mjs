@@ -11,6 +11,10 @@ export const lease = {
   timeoutMs: 0,
   statusPath: undefined, // set when the status endpoint is on
   generation: -1, // Rust's health generation it was granted at (isolate.rs)
+  // With a steering policy, affinity or an Access token: what route.mjs
+  // needs to route each request (src/fast.rs `steering`); undefined under
+  // plain failover, where every request goes to `origin`.
+  steer: undefined,
   instance: -1, // the Wasm instance that granted it (see entry.mjs)
 };
 
@@ -34,6 +38,8 @@ export function grant(granted, instance) {
   lease.timeoutMs = granted.timeoutMs;
   lease.statusPath = granted.statusPath;
   lease.generation = granted.generation;
+  lease.steer = granted.steer;
+  if (lease.steer !== undefined) lease.steer.allUp = lease.steer.names.map(() => true);
   lease.instance = instance;
   return true;
 }
@@ -48,13 +54,22 @@ export function fast_evidence(origin) {
 
 // The upstream URL for a request under the lease, or undefined when the
 // request needs Rust's full path (which makes URLs with
-// failover_core::target::upstream_url). request.url is an absolute URL the
+// failover_core::target::upstream_url and matches the status endpoint with
+// target::is_status_request; tests/fixtures/fast-path.json holds both
+// languages to the same rows). request.url is an absolute URL the
 // runtime serialized: after "scheme://", the first "/" starts the path (a
 // host cannot contain one, and userinfo has it percent-encoded), so the
 // path and query are appended to the origin's authority and nothing in
 // them can reach another host. A fragment, which never comes from a
 // client, is left to the full path, as is the status endpoint.
 export function upstreamUrl(url, method) {
+  const path = upstreamPath(url, method);
+  return path === undefined ? undefined : lease.base + path;
+}
+
+// The path and query upstreamUrl appends to an origin's base (the same
+// rules), for the steered path, which picks the base per request.
+export function upstreamPath(url, method) {
   const scheme = url.indexOf("://");
   if (scheme < 0) return undefined;
   const start = url.indexOf("/", scheme + 3);
@@ -64,5 +79,5 @@ export function upstreamUrl(url, method) {
     const end = start + sp.length;
     if (end === url.length || url[end] === "?") return undefined;
   }
-  return lease.base + url.slice(start);
+  return url.slice(start);
 }

@@ -1,0 +1,31 @@
+// One request's route on the fast path: the JS twin of
+// failover_core::route (src/route.rs in the core), composed of the same
+// pieces as there (steer.mjs: attemptOrder, pinnedOrigin, withAffinity),
+// which tests/fixtures/steering.json holds to Rust bit for bit. `steer` is
+// the lease's `steer` object (src/fast.rs `steering`; `allUp` is added by
+// lease.mjs's grant).
+import { AFFINITY_COOKIE, attemptOrder, pinnedOrigin, withAffinity } from "./steer.mjs";
+
+// { order, intended, setCookie, pinned }, as Rust's `Route`.
+export function route(steer, key, cookieHeader, random) {
+  const { policy, names, weights, healthy } = steer;
+  const policyOrder = attemptOrder(policy, names, weights, healthy, key, random);
+  const pinned = steer.affinity === AFFINITY_COOKIE ? pinnedOrigin(cookieHeader, steer.tokens) : undefined;
+  let meant = pinned;
+  if (meant === undefined || meant === null) {
+    meant = attemptOrder(policy, names, weights, steer.allUp, key, random)[0];
+  }
+  const pinnedUp = pinned !== undefined && pinned !== null && healthy[pinned] === true;
+  const plan = withAffinity(steer.affinity, steer.affinityFailover, pinned, pinnedUp, policyOrder);
+  const order = plan.order.slice();
+  // The origin a request was meant for goes first whenever it is up, so
+  // that x-failover means "the intended origin was down or failed".
+  if (meant !== undefined && healthy[meant] === true) {
+    const at = order.indexOf(meant);
+    if (at > 0) {
+      order.splice(at, 1);
+      order.unshift(meant);
+    }
+  }
+  return { order, intended: meant ?? order[0], setCookie: plan.setCookie, pinned: plan.pinned };
+}
