@@ -1,15 +1,25 @@
 //! The request body, held for replay or streamed once (see
 //! `failover_core::replay::BodyPlan`). A buffered body stays a JS
-//! `ArrayBuffer`: it never crosses into Wasm memory.
+//! `ArrayBuffer`: it never crosses into Wasm memory. Held bodies count
+//! against the isolate's replay budget (`failover_core::budget`) until the
+//! request ends, whichever way it ends.
+
+use std::rc::Rc;
 
 use failover_core::replay::BodyPlan;
+use failover_core::report;
 use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::web_sys;
 
+use crate::isolate::Isolate;
+use crate::{clock, log};
+
 pub enum RequestBody {
     Empty,
-    Buffered(JsValue),
+    /// The bytes, and their hold on the replay budget (read by no one: its
+    /// drop gives the bytes back).
+    Buffered(JsValue, #[allow(dead_code)] Held),
     /// The client's stream, and its declared length if it has one.
     Streamed(web_sys::ReadableStream, Option<u64>),
 }
@@ -23,13 +33,28 @@ pub enum BodyError {
     NotAllowed,
 }
 
+/// Bytes taken from the isolate's replay budget, given back when dropped:
+/// when the request's full path ends, an upload breaks, or the client goes.
+pub struct Held {
+    isolate: Rc<Isolate>,
+    bytes: u64,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.isolate.replay_budget.borrow_mut().release(self.bytes);
+    }
+}
+
 impl RequestBody {
-    /// Reads a small body into a buffer, or keeps the stream of a large one.
+    /// Reads a small body into a buffer, or keeps the stream of a large one
+    /// (or of one the isolate's replay budget cannot take now).
     pub async fn prepare(
         req: &web_sys::Request,
         method: &str,
-        cap: u64,
+        isolate: &Rc<Isolate>,
     ) -> Result<RequestBody, BodyError> {
+        let cap = isolate.config.replay_body_max_bytes;
         let Some(stream) = req.body() else {
             return Ok(RequestBody::Empty);
         };
@@ -45,11 +70,17 @@ impl RequestBody {
                 Ok(RequestBody::Streamed(stream, length))
             }
             BodyPlan::Buffered => {
+                // Buffered means a known length within the cap.
+                let bytes = length.and_then(|l| l.trim().parse().ok()).unwrap_or(cap);
+                let Some(held) = hold(isolate, bytes) else {
+                    return Ok(RequestBody::Streamed(stream, Some(bytes)));
+                };
                 let promise = req.array_buffer().map_err(|_| BodyError::Unreadable)?;
+                // A failed read drops `held`: the bytes go back at once.
                 let buffer = JsFuture::from(promise)
                     .await
                     .map_err(|_| BodyError::Unreadable)?;
-                Ok(RequestBody::Buffered(buffer))
+                Ok(RequestBody::Buffered(buffer, held))
             }
         }
     }
@@ -57,7 +88,7 @@ impl RequestBody {
     pub fn plan(&self) -> BodyPlan {
         match self {
             RequestBody::Empty => BodyPlan::Empty,
-            RequestBody::Buffered(_) => BodyPlan::Buffered,
+            RequestBody::Buffered(..) => BodyPlan::Buffered,
             RequestBody::Streamed(..) => BodyPlan::Streamed,
         }
     }
@@ -66,7 +97,7 @@ impl RequestBody {
     pub fn as_js(&self) -> Option<&JsValue> {
         match self {
             RequestBody::Empty => None,
-            RequestBody::Buffered(buffer) => Some(buffer),
+            RequestBody::Buffered(buffer, _) => Some(buffer),
             RequestBody::Streamed(stream, _) => Some(stream.as_ref()),
         }
     }
@@ -78,4 +109,20 @@ impl RequestBody {
             _ => None,
         }
     }
+}
+
+/// Takes `bytes` from the budget, or reports (at most once a minute) that
+/// the body is streamed instead.
+fn hold(isolate: &Rc<Isolate>, bytes: u64) -> Option<Held> {
+    let mut budget = isolate.replay_budget.borrow_mut();
+    if budget.try_hold(bytes) {
+        return Some(Held {
+            isolate: Rc::clone(isolate),
+            bytes,
+        });
+    }
+    if let Some(over) = budget.streamed_for_budget(clock::now_ms(), bytes) {
+        log::line(&report::replay_budget(&over));
+    }
+    None
 }

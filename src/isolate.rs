@@ -4,6 +4,7 @@
 use std::cell::{Cell, Ref, RefCell};
 use std::rc::Rc;
 
+use failover_core::budget::ReplayBudget;
 use failover_core::config::WorkerConfig;
 use failover_core::health::HealthMap;
 use failover_core::report;
@@ -21,6 +22,8 @@ pub struct Isolate {
     /// Bumped whenever a change alters what the fast path's lease rests on
     /// (which origins are up, or an earlier due probe); a bump revokes it.
     generation: Cell<u64>,
+    /// Body bytes held for replay across the isolate's requests (src/body.rs).
+    pub replay_budget: RefCell<ReplayBudget>,
     /// When the colo's shared verdicts were last read.
     pub colo_reads: RefCell<Cadence>,
     /// When the global checker was last consulted.
@@ -128,10 +131,12 @@ pub fn load(env: &Env) -> Loaded {
             );
             let colo_reads = Cadence::new(colo_read_every_ms(config.health_interval_ms));
             let global_reads = Cadence::new(config.health_interval_ms);
+            let replay_budget = ReplayBudget::new(config.replay_buffer_budget_bytes);
             Loaded::Ready(Rc::new(Isolate {
                 config,
                 health: RefCell::new(health),
                 generation: Cell::new(0),
+                replay_budget: RefCell::new(replay_budget),
                 colo_reads: RefCell::new(colo_reads),
                 global_reads: RefCell::new(global_reads),
             }))

@@ -45,7 +45,7 @@ pub async fn proxy(
     probe::start_due(ctx, isolate, now);
 
     let method = req.method();
-    let body = match body::RequestBody::prepare(&req, &method, config.replay_body_max_bytes).await {
+    let body = match body::RequestBody::prepare(&req, &method, isolate).await {
         Ok(body) => body,
         Err(BodyError::Unreadable) => {
             return respond::plain(400, "the request body could not be read")

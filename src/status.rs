@@ -23,12 +23,13 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
         let _ = res.headers().set("www-authenticate", "Bearer");
         return res;
     }
-    let doc = report::status_document(
+    let mut doc = report::status_document(
         &isolate.config,
         &isolate.health(),
         BUILD,
         crate::clock::now_ms(),
     );
+    report::add_replay_buffer(&mut doc, &isolate.replay_budget.borrow());
     let accept = req.headers().get("accept").ok().flatten();
     let res = if page::wants_html(accept.as_deref()) {
         let res = plain(200, &page::html(&doc));

@@ -6,8 +6,10 @@ import { WebSocketServer } from "ws";
 
 // Modes: "ok" echoes the request as JSON; a number answers with that status;
 // "hang" never answers; "cut" sends headers and half the body, then resets;
-// "slow" streams the body in chunks over ~600 ms. `healthModes`, when not
-// empty, gives the mode of each next /health request in turn.
+// "slow" streams the body in chunks over ~600 ms; { status, location }
+// answers that status with that Location and no body (a redirect, such as
+// Cloudflare Access's to its login page). `healthModes`, when not empty,
+// gives the mode of each next /health request in turn.
 export async function startOrigin(name, { port = 0 } = {}) {
   const origin = {
     name,
@@ -65,13 +67,21 @@ function handle(origin, req, res) {
     res.on("close", () => {
       if (!res.writableEnded) record.droppedAt = Date.now();
     });
-    respond(origin, record, res);
+    // `delayMs`: answer that much later, whatever the mode (requests that
+    // must overlap in time).
+    if (origin.delayMs > 0) setTimeout(() => respond(origin, record, res), origin.delayMs);
+    else respond(origin, record, res);
   });
 }
 
 function respond(origin, record, res) {
   const mode = record.path === "/health" && origin.healthModes.length > 0 ? origin.healthModes.shift() : origin.mode;
   if (mode === "hang") return; // never answer; the Worker's timeout must fire
+  if (typeof mode === "object" && mode !== null) {
+    res.writeHead(mode.status, { location: mode.location, "x-origin": origin.name });
+    res.end();
+    return;
+  }
   if (typeof mode === "number") {
     res.writeHead(mode, { "content-type": "text/plain", "x-origin": origin.name });
     res.end(`${origin.name} says ${mode}\n`);

@@ -27,7 +27,7 @@ pub const MAX_AFFINITY_TTL_S: u32 = 31_536_000;
 
 /// The names of every setting, for the shell to read. The config may also
 /// ask the lookup for the var an origin's `access_client_secret_var` names.
-pub const SETTINGS: [&str; 14] = [
+pub const SETTINGS: [&str; 16] = [
     "ORIGINS",
     "ATTEMPT_TIMEOUT_MS",
     "HEALTH_INTERVAL_MS",
@@ -42,7 +42,13 @@ pub const SETTINGS: [&str; 14] = [
     "AFFINITY",
     "AFFINITY_TTL_S",
     "AFFINITY_FAILOVER",
+    "REPLAY_BUFFER_BUDGET_BYTES",
+    "SILENCE_MS",
 ];
+
+/// 32 MiB: a quarter of an isolate's 128 MB for bodies held for replay.
+pub const DEFAULT_REPLAY_BUFFER_BUDGET_BYTES: u64 = 32 * 1024 * 1024;
+pub const DEFAULT_SILENCE_MS: u64 = 2_000;
 
 /// The keys an `ORIGINS` entry may have.
 const ORIGIN_KEYS: [&str; 7] = [
@@ -151,6 +157,12 @@ pub struct WorkerConfig {
     /// None: the status path is proxied like any other.
     pub status_token: Option<String>,
     pub replay_body_max_bytes: u64,
+    /// The most body bytes the isolate holds for replay at once, across all
+    /// requests; a body that would exceed it is streamed to one origin.
+    pub replay_buffer_budget_bytes: u64,
+    /// An origin with an attempt outstanding this long and no response
+    /// headers to anyone since is skipped by new requests; 0 = off.
+    pub silence_ms: u64,
     pub steering: Policy,
     pub hash_key: HashKey,
     pub affinity: Affinity,
@@ -235,6 +247,14 @@ impl WorkerConfig {
                 // cap must not take the isolate, and its health map, down.
                 16 * 1024 * 1024,
             )?,
+            replay_buffer_budget_bytes: number(
+                &get,
+                "REPLAY_BUFFER_BUDGET_BYTES",
+                DEFAULT_REPLAY_BUFFER_BUDGET_BYTES,
+                0,
+                128 * 1024 * 1024,
+            )?,
+            silence_ms: silence_ms(&get)?,
             steering: choice(
                 &get,
                 "STEERING",
@@ -354,6 +374,19 @@ fn hash_key(get: &impl Fn(&str) -> Option<String>) -> Result<HashKey, ConfigErro
             format!("{text:?} is not accepted; {accepted}"),
         )),
     }
+}
+
+/// SILENCE_MS: 0 (off) or 100 to 60000. Below 100 ms an answer still on its
+/// way would already count as silence.
+fn silence_ms(get: &impl Fn(&str) -> Option<String>) -> Result<u64, ConfigError> {
+    let ms = number(get, "SILENCE_MS", DEFAULT_SILENCE_MS, 0, 60_000)?;
+    if (1..100).contains(&ms) {
+        return Err(error(
+            "SILENCE_MS",
+            format!("{ms} is out of range; expected 0 (off) or 100 to 60000"),
+        ));
+    }
+    Ok(ms)
 }
 
 fn number(

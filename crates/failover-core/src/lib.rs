@@ -21,6 +21,7 @@
 
 pub mod affinity;
 pub mod attempts;
+pub mod budget;
 pub mod classify;
 pub mod config;
 pub mod det_math;

@@ -85,6 +85,30 @@ pub fn status(
 }
 
 /// The status document, for [`status`] to print and [`page::html`] to render.
+/// A body streamed because the isolate's replay budget was full; at most
+/// one such line a minute.
+pub fn replay_budget(over: &crate::budget::OverBudget) -> String {
+    json!({
+        "event": "replay_budget",
+        "message": "request bodies streamed to one origin: the replay buffer budget is full",
+        "body_bytes": over.wanted,
+        "held_bytes": over.held,
+        "budget_bytes": over.limit,
+        "streamed_since_last": over.streamed,
+    })
+    .to_string()
+}
+
+/// The replay budget's figures in the status document: bytes held now, the
+/// peak since the isolate started, and the budget.
+pub fn add_replay_buffer(doc: &mut Value, budget: &crate::budget::ReplayBudget) {
+    doc["replay_buffer"] = json!({
+        "held_bytes": budget.held(),
+        "peak_bytes": budget.peak(),
+        "budget_bytes": budget.limit(),
+    });
+}
+
 pub fn status_document(
     config: &WorkerConfig,
     health: &HealthMap,
