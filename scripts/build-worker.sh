@@ -37,7 +37,7 @@ cp "$ROOT/src/js/entry.mjs" "$ROOT/src/js/route.mjs" "$ROOT/src/js/steer.mjs" "$
 # with the snippet: it goes beside it, and entry.mjs re-exports that copy.
 snippet_dir=$(cd "$STAGE" && dirname "$(ls snippets/*/src/js/attempt.mjs)")
 cp "$ROOT/src/js/rules.mjs" "$STAGE/$snippet_dir/"
-for module in attempt lease rules; do
+for module in attempt lease rules silence; do
   snippet=$(cd "$STAGE" && ls snippets/*/src/js/$module.mjs)
   echo "export * from \"./$snippet\";" >"$STAGE/$module.mjs"
 done

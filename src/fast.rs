@@ -50,7 +50,7 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
         None => JsValue::UNDEFINED,
     };
     let lease = js_sys::Object::new();
-    let fields: [(&str, JsValue); 8] = [
+    let fields: [(&str, JsValue); 9] = [
         ("origin", JsValue::from_f64(index as f64)),
         ("until", JsValue::from_f64(until as f64)),
         ("base", JsValue::from_str(&origin.base)),
@@ -62,6 +62,7 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
         ("statusPath", status_path),
         ("generation", JsValue::from_f64(isolate.generation() as f64)),
         ("steer", steering(config, &health)),
+        ("silenceMs", JsValue::from_f64(config.silence_ms as f64)),
     ];
     for (name, value) in fields {
         // Setting a property on a fresh plain object cannot fail.

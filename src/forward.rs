@@ -25,7 +25,9 @@ pub enum Outcome {
     Refused,
 }
 
+/// One attempt against origin number `origin` (recorded for silence).
 pub async fn attempt(
+    origin: usize,
     url: &str,
     method: &str,
     headers: &web_sys::Headers,
@@ -34,6 +36,7 @@ pub async fn attempt(
 ) -> Outcome {
     let streamed_length = body.streamed_length();
     let sent = send(
+        origin,
         url,
         method,
         Some(headers),
@@ -56,6 +59,7 @@ pub enum Sent {
 /// aborted: the runtime closes its connection when the client's request
 /// ends (see attempt.mjs).
 pub async fn send(
+    origin: usize,
     url: &str,
     method: &str,
     headers: Option<&web_sys::Headers>,
@@ -64,6 +68,7 @@ pub async fn send(
     timeout_ms: u64,
 ) -> Sent {
     let timeout = u32::try_from(timeout_ms).unwrap_or(u32::MAX);
+    let origin = u32::try_from(origin).unwrap_or(u32::MAX);
     settle(attempt_js(
         url,
         method,
@@ -71,6 +76,7 @@ pub async fn send(
         body,
         streamed_length,
         timeout,
+        origin,
     ))
     .await
 }

@@ -1,5 +1,6 @@
 //! Every JS function the Rust shell imports, in one leaf module: the lease
-//! (src/js/lease.mjs) and the attempt (src/js/attempt.mjs). Nothing here
+//! (src/js/lease.mjs), silence (src/js/silence.mjs) and the attempt
+//! (src/js/attempt.mjs). Nothing here
 //! depends on the rest of the shell.
 
 use worker::wasm_bindgen::prelude::wasm_bindgen;
@@ -15,6 +16,13 @@ extern "C" {
     pub fn fast_evidence(origin: usize) -> f64;
 }
 
+#[wasm_bindgen(module = "/src/js/silence.mjs")]
+extern "C" {
+    /// Whether `origin` is silent now (src/js/silence.mjs: the one
+    /// definition both paths use).
+    pub fn is_silent(origin: usize, silence_ms: f64) -> bool;
+}
+
 // The attempt itself is JS (shared with the fast path in entry.mjs): one
 // crossing in, one promise out.
 #[wasm_bindgen(module = "/src/js/attempt.mjs")]
@@ -26,6 +34,7 @@ extern "C" {
         body: Option<&JsValue>,
         streamed_length: Option<f64>,
         timeout_ms: u32,
+        origin: u32,
     ) -> js_sys::Promise;
     pub fn probe_js(
         url: &str,

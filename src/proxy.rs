@@ -17,7 +17,7 @@ use worker::{js_sys, web_sys, Context, Env};
 use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
 use crate::isolate::Isolate;
-use crate::{access, clock, colo, global, log, probe, respond, status};
+use crate::{access, clock, colo, global, js_bridge, log, probe, respond, status};
 
 /// The whole request, the slow and complete way. `first` is an attempt the
 /// fast path (src/js/entry.mjs) already made and that did not succeed: the
@@ -68,9 +68,15 @@ pub async fn proxy(
         // The fast path hands over the random number its route used, so the
         // walk goes on from where it left off.
         let random = random.unwrap_or_else(js_sys::Math::random);
+        // Silent origins (src/js/silence.mjs) are routed around as if down;
+        // the health map is not told.
+        let silence_ms = config.silence_ms as f64;
+        let silent: Vec<bool> = (0..config.origins.len())
+            .map(|i| config.silence_ms > 0 && js_bridge::is_silent(i, silence_ms))
+            .collect();
         route(
             config,
-            |i| health.is_up(i),
+            |i| health.is_up(i) && !silent.get(i).copied().unwrap_or(false),
             config.hash_key.key_in(key_header.as_deref()),
             cookies.as_deref(),
             random,
@@ -97,7 +103,15 @@ pub async fn proxy(
             Some((_, outcome)) => outcome,
             None => {
                 let headers = access::headers_for(origin, &headers);
-                forward::attempt(&target, &method, &headers, &body, config.attempt_timeout_ms).await
+                forward::attempt(
+                    current,
+                    &target,
+                    &method,
+                    &headers,
+                    &body,
+                    config.attempt_timeout_ms,
+                )
+                .await
             }
         };
         let (failure, failed_response) = match outcome {

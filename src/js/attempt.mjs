@@ -2,6 +2,7 @@
 // shell (imported through wasm-bindgen) and the fast path in entry.mjs.
 // Built from Rust they cost ~15 boundary crossings and two closures each.
 import { REFUSED, TIMED_OUT } from "./rules.mjs";
+import { attemptEnded, attemptStarted, heard } from "./silence.mjs";
 
 // One attempt against one origin. The timer times the wait for the response
 // headers only, and for a streamed upload it starts once the whole body has
@@ -20,7 +21,10 @@ import { REFUSED, TIMED_OUT } from "./rules.mjs";
 // request (tests/failover.test.mjs checks the origin sees its connection
 // close), and a late answer's body is cancelled here. Without a signal,
 // nothing can cut a body that is still streaming.
-export function attempt_js(url, method, headers, body, streamedLength, timeoutMs) {
+//
+// `origin` (its index) is recorded in silence.mjs: when the attempt
+// started, and whether response headers came before it ended.
+export function attempt_js(url, method, headers, body, streamedLength, timeoutMs, origin) {
   const init = { method, redirect: "manual" };
   if (headers !== undefined) {
     // The client's Host header rides along, as in the JavaScript Worker this
@@ -32,9 +36,11 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
   }
   return new Promise((resolve) => {
     let settled = false;
+    const started = attemptStarted(origin, Date.now());
     const settle = (result) => {
       if (settled) return false;
       settled = true;
+      attemptEnded(origin, started, typeof result === "object", Date.now());
       resolve(result);
       return true;
     };
@@ -55,7 +61,11 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
         // A timer left pending until a 1 MiB body has streamed cost ~15% of
         // workerd's CPU per request in `make bench`: clear it.
         clearTimeout(timer);
-        if (!settle(res) && res.body !== null) res.body.cancel().catch(() => {});
+        if (!settle(res)) {
+          // A late answer still ends the origin's silence.
+          heard(origin, Date.now());
+          if (res.body !== null) res.body.cancel().catch(() => {});
+        }
       },
       (err) => {
         clearTimeout(timer);

@@ -13,6 +13,7 @@ import { attempt_js, served_by_js } from "./attempt.mjs";
 import { answered, grant, lease, upstreamPath, upstreamUrl } from "./lease.mjs";
 import { route } from "./route.mjs";
 import { isAnswer } from "./rules.mjs";
+import { isSilent } from "./silence.mjs";
 import { emitCookieFor, hashKeyIn, HASH } from "./steer.mjs";
 
 const initState = wasm.__worker_init_state();
@@ -70,15 +71,18 @@ function fastFetch(request, env, ctx) {
   // in checkReinitialize, wasm-bindgen's glue starts a new instance by
   // itself after a trap no panic hook saw; every new instance bumps
   // instanceId.
-  const expired = Date.now() >= lease.until || lease.instance !== initState.instanceId;
+  const now = Date.now();
+  const expired = now >= lease.until || lease.instance !== initState.instanceId;
   if (expired && !grant(guard(wasm.fast_lease, env), initState.instanceId)) {
     return call(wasm.fetch, request, env, ctx);
   }
-  if (lease.steer !== undefined) return steeredFetch(request, env, ctx, lease.steer);
+  if (lease.steer !== undefined) return steeredFetch(request, env, ctx, lease.steer, now);
   const url = upstreamUrl(request.url, request.method);
   if (url === undefined) return call(wasm.fetch, request, env, ctx);
   const { origin, name } = lease;
-  return attempt_js(url, request.method, request.headers, undefined, undefined, lease.timeoutMs).then((result) => {
+  // A silent origin (silence.mjs): the full path routes around it.
+  if (isSilent(origin, lease.silenceMs, now)) return call(wasm.fetch, request, env, ctx);
+  return attempt_js(url, request.method, request.headers, undefined, undefined, lease.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
       return served_by_js(result, name, origin !== 0);
@@ -92,9 +96,12 @@ function fastFetch(request, env, ctx) {
 // attempt carries that origin's service token. Still no Wasm call unless
 // the attempt fails; Rust then walks on from the same route (the random
 // number goes with it).
-function steeredFetch(request, env, ctx, steer) {
+function steeredFetch(request, env, ctx, steer, now) {
   const path = upstreamPath(request.url, request.method);
   if (path === undefined) return call(wasm.fetch, request, env, ctx);
+  for (let i = 0; i < steer.names.length; i++) {
+    if (isSilent(i, lease.silenceMs, now)) return call(wasm.fetch, request, env, ctx);
+  }
   const headers = request.headers;
   const key = steer.policy === HASH ? hashKeyIn(headers.get(steer.hashHeader), steer.hashCookie) : undefined;
   const cookies = steer.tokens === undefined ? null : headers.get("cookie");
@@ -111,7 +118,7 @@ function steeredFetch(request, env, ctx, steer) {
     sent.set("cf-access-client-secret", token.secret);
   }
   const url = steer.bases[origin] + path;
-  return attempt_js(url, request.method, sent, undefined, undefined, lease.timeoutMs).then((result) => {
+  return attempt_js(url, request.method, sent, undefined, undefined, lease.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
       const out = served_by_js(result, steer.names[origin], origin !== plan.intended);

@@ -9,6 +9,7 @@ export const lease = {
   base: "", // scheme://authority, no path
   name: "",
   timeoutMs: 0,
+  silenceMs: 0, // SILENCE_MS; 0: off
   statusPath: undefined, // set when the status endpoint is on
   generation: -1, // Rust's health generation it was granted at (isolate.rs)
   // With a steering policy, affinity or an Access token: what route.mjs
@@ -36,6 +37,7 @@ export function grant(granted, instance) {
   lease.base = granted.base;
   lease.name = granted.name;
   lease.timeoutMs = granted.timeoutMs;
+  lease.silenceMs = granted.silenceMs;
   lease.statusPath = granted.statusPath;
   lease.generation = granted.generation;
   lease.steer = granted.steer;

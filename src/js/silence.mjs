@@ -1,0 +1,50 @@
+// Silence: an origin that has had an attempt outstanding for longer than
+// SILENCE_MS, and has sent no response headers to anyone since that attempt
+// began, is skipped by new requests (as if down, with x-failover) instead
+// of each of them waiting out the attempt timeout. A routing hint, not a
+// verdict: no probe, no colo publish, the health map untouched; it ends
+// with the origin's first response, or when its outstanding attempts end
+// (a timeout then marks it down as before). If every other origin is down,
+// a silent one is still tried.
+//
+// The one definition, for both paths: every attempt goes through
+// attempt_js (attempt.mjs), which records here; the fast path asks
+// `isSilent`, the Rust full path asks `is_silent` (src/js_bridge.rs).
+
+// Per origin: the start times (ms) of its outstanding attempts, oldest
+// first, and when it last sent response headers.
+const outstanding = [];
+const heardAt = [];
+
+export function attemptStarted(origin, now) {
+  (outstanding[origin] ??= []).push(now);
+  return now;
+}
+
+// `answered`: response headers came (whatever the status).
+export function attemptEnded(origin, started, answered, now) {
+  const list = outstanding[origin];
+  if (list !== undefined) {
+    const at = list.indexOf(started);
+    if (at >= 0) list.splice(at, 1);
+  }
+  if (answered) heard(origin, now);
+}
+
+// Response headers came from `origin` (also after its attempt timed out).
+export function heard(origin, now) {
+  heardAt[origin] = now;
+}
+
+export function isSilent(origin, silenceMs, now) {
+  if (!(silenceMs > 0)) return false;
+  const list = outstanding[origin];
+  if (list === undefined || list.length === 0) return false;
+  const oldest = list[0];
+  return now - oldest > silenceMs && !(heardAt[origin] >= oldest);
+}
+
+// For Rust (wasm-bindgen import): the same question at the current time.
+export function is_silent(origin, silenceMs) {
+  return isSilent(origin, silenceMs, Date.now());
+}

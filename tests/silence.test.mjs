@@ -1,0 +1,92 @@
+// SILENCE_MS: an origin with an attempt outstanding for longer than this,
+// that has answered no one since that attempt began, is skipped by new
+// requests (as if down) without waiting for the attempt timeout; its first
+// answer ends that; with no other origin up, it is still tried. The same
+// definition (src/js/silence.mjs) serves the fast path (GETs) and the full
+// path (POSTs with a body).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { startOrigin } from "./support/origin.mjs";
+import { originsVar, sleep, startWorker } from "./support/worker.mjs";
+
+async function setup(t, names, vars = {}) {
+  const origins = [];
+  for (const name of names) origins.push(await startOrigin(name));
+  const worker = await startWorker({
+    ORIGINS: originsVar(...origins),
+    ATTEMPT_TIMEOUT_MS: "4000",
+    SILENCE_MS: "300",
+    COLO_HEALTH: "off",
+    ...vars,
+  });
+  t.after(async () => {
+    await worker.dispose();
+    for (const o of origins) await o.stop();
+  });
+  return { worker, origins };
+}
+
+const settle = (p) => p.then(async (res) => ({ status: res.status, by: res.headers.get("x-served-by"), failover: res.headers.get("x-failover"), text: await res.text(), at: Date.now() }));
+
+test("requests after SILENCE_MS go to the replica at once; the primary's answer ends silence", async (t) => {
+  const { worker, origins } = await setup(t, ["primary", "replica"]);
+  const [primary] = origins;
+  primary.delayMs = 1500;
+  const started = Date.now();
+  const first = settle(worker.fetch("/slow"));
+  await sleep(500);
+  // Silent now: a GET (fast path) and a POST (full path) skip it.
+  const get = await settle(worker.fetch("/get"));
+  const post = await settle(worker.fetch("/post", { method: "POST", body: "x" }));
+  const slow = await first;
+  for (const r of [get, post]) {
+    assert.equal(r.status, 200);
+    assert.equal(r.by, "replica");
+    assert.equal(r.failover, "replica");
+    // Not a speed claim: they were answered while the primary still held
+    // the first request (it answers 1.5 s after it came).
+    assert.ok(r.at < slow.at, "answered before the silent primary answered anyone");
+  }
+  assert.equal(slow.by, "primary", "the slow answer was in time: no failover for it");
+  assert.ok(slow.at - started < 4000);
+  // The primary answered: silence is over, and it was never marked down.
+  primary.delayMs = 0;
+  const after = await settle(worker.fetch("/after"));
+  assert.equal(after.by, "primary");
+  assert.equal(after.failover, null);
+  assert.deepEqual(
+    worker.events("health").filter((e) => e.to === "down"),
+    [],
+    "silence is a hint, not a verdict",
+  );
+});
+
+test("SILENCE_MS=0 turns it off: requests wait on the slow primary", async (t) => {
+  const { worker, origins } = await setup(t, ["primary", "replica"], { SILENCE_MS: "0" });
+  origins[0].delayMs = 1000;
+  const first = settle(worker.fetch("/slow"));
+  await sleep(400);
+  const second = await settle(worker.fetch("/second"));
+  await first;
+  assert.equal(second.by, "primary");
+});
+
+test("with no other origin up, a silent origin is still tried", async (t) => {
+  const { worker, origins } = await setup(t, ["primary"]);
+  origins[0].delayMs = 1200;
+  const first = settle(worker.fetch("/slow"));
+  await sleep(500);
+  const second = await settle(worker.fetch("/second"));
+  await first;
+  assert.equal(second.status, 200);
+  assert.equal(second.by, "primary");
+});
+
+test("a bad SILENCE_MS answers 500 naming it", async (t) => {
+  for (const value of ["50", "60001", "soon"]) {
+    const { worker } = await setup(t, ["primary"], { SILENCE_MS: value });
+    const res = await worker.fetch("/");
+    assert.equal(res.status, 500);
+    assert.match(await res.text(), /SILENCE_MS/);
+  }
+});
