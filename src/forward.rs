@@ -81,7 +81,7 @@ pub async fn send(
     .await
 }
 
-async fn settle(promise: js_sys::Promise) -> Sent {
+pub async fn settle(promise: js_sys::Promise) -> Sent {
     match JsFuture::from(promise).await {
         Ok(value) => sent_from_js(value),
         Err(_) => Sent::Failed(Failure::Network),

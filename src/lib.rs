@@ -15,6 +15,8 @@
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`global`]: the opt-in global checker (a Durable Object) and its cron.
 //! - [`proxy`]: the full path, the whole request the slow and complete way.
+//! - [`warm`]: runs the full path's pure code once per instance, so the
+//!   first failover is not also the first run of that code.
 //! - [`fast`]: the lease src/js/entry.mjs's fast path runs on (which origin,
 //!   until when), and the way back into [`proxy`] when that attempt fails.
 //!
@@ -36,6 +38,7 @@ mod probe;
 mod proxy;
 mod respond;
 mod status;
+mod warm;
 
 use worker::{event, web_sys, Context, Env, ScheduleContext, ScheduledEvent};
 

@@ -73,8 +73,13 @@ function fastFetch(request, env, ctx) {
   // instanceId.
   const now = Date.now();
   const expired = now >= lease.until || lease.instance !== initState.instanceId;
-  if (expired && !grant(guard(wasm.fast_lease, env), initState.instanceId)) {
-    return call(wasm.fetch, request, env, ctx);
+  if (expired) {
+    const fresh = lease.instance !== initState.instanceId;
+    if (!grant(guard(wasm.fast_lease, env), initState.instanceId)) return call(wasm.fetch, request, env, ctx);
+    // Once per Wasm instance, after this request's attempt is on its way
+    // (the next task): the full path's code runs once, so the first
+    // failover is not its first run (src/warm.rs).
+    if (fresh) ctx.waitUntil(new Promise((r) => setTimeout(r, 0)).then(() => call(wasm.warm_full_path, env)));
   }
   if (lease.steer !== undefined) return steeredFetch(request, env, ctx, lease.steer, now);
   const url = upstreamUrl(request.url, request.method);

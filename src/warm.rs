@@ -1,0 +1,74 @@
+//! A warm failover path. The first failure in an isolate runs the full
+//! path's code for the first time, and the runtime compiles Wasm functions
+//! on first use: `make bench` measured that first failover at 8-25 ms to the
+//! first good response, against 3-6 ms for the next one. So, once per Wasm
+//! instance, right after the first lease is granted and off the client's
+//! path (`ctx.waitUntil` in src/js/entry.mjs), this runs the pure parts of
+//! that path once, harmlessly: no I/O, no log line, no state changed.
+
+use failover_core::attempts::Attempts;
+use failover_core::classify::{
+    classify_fetch_error, classify_response, Failure, ATTEMPT_TIMED_OUT,
+};
+use failover_core::replay::BodyPlan;
+use failover_core::report;
+use failover_core::route::route;
+use failover_core::target::{is_status_request, probe_url, upstream_url};
+use worker::wasm_bindgen::prelude::wasm_bindgen;
+use worker::wasm_bindgen::JsValue;
+use worker::{js_sys, web_sys, Env};
+
+use crate::isolate::{self, Loaded};
+use crate::{forward, respond};
+
+#[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
+pub async fn warm_full_path(env: Env) {
+    let Loaded::Ready(isolate) = isolate::load(&env) else {
+        return;
+    };
+    let config = &isolate.config;
+    let order = {
+        let health = isolate.health();
+        route(config, |i| health.is_up(i), Some("warm"), Some("a=b"), 0.5).order
+    };
+    let mut attempts = Attempts::new(order, "POST", BodyPlan::Buffered);
+    let mut current = attempts.first().unwrap_or(0);
+    for failure in [
+        classify_response(503, None).unwrap_or(Failure::Status(503)),
+        classify_response(302, Some("https://warm.cloudflareaccess.com/")).unwrap_or(Failure::Network),
+        classify_fetch_error("connection refused"),
+        Failure::Timeout,
+    ] {
+        let next = attempts.after_failure(failure);
+        let _ = report::attempt_failed(config, current, "POST", failure, &format!("{next:?}"));
+        if let failover_core::attempts::AfterFailure::TryOrigin(i) = next {
+            current = i;
+        }
+    }
+    if let Some(origin) = config.origins.first() {
+        let _ = upstream_url(&origin.base, "https://warm.invalid/warm?x=1");
+        let _ = probe_url(&origin.base, &origin.health_path);
+        let _ = is_status_request("https://warm.invalid/", "GET", Some(&config.status_path));
+        let _ = crate::access::probe_headers(origin);
+        // The Response work of a failover: our own answer, re-tagged.
+        let answer = respond::plain(502, "warm");
+        drop(respond::served_by(answer, &origin.name, true));
+    }
+    // The async half: a body read into the replay budget and given back,
+    // and an attempt's promise settled (already resolved: nothing is sent).
+    if let Some(req) = synthetic_upload() {
+        drop(crate::body::RequestBody::prepare(&req, "POST", &isolate).await);
+    }
+    let timed_out = js_sys::Promise::resolve(&JsValue::from_f64(ATTEMPT_TIMED_OUT));
+    drop(forward::outcome(forward::settle(timed_out).await));
+}
+
+/// A POST with a one-byte body that goes nowhere: only its body is read.
+fn synthetic_upload() -> Option<web_sys::Request> {
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_body(&JsValue::from_str("w"));
+    let req = web_sys::Request::new_with_str_and_init("https://warm.invalid/", &init).ok()?;
+    req.headers().set("content-length", "1").ok()?;
+    Some(req)
+}
