@@ -35,7 +35,8 @@ pub async fn warm_full_path(env: Env) {
     let mut current = attempts.first().unwrap_or(0);
     for failure in [
         classify_response(503, None).unwrap_or(Failure::Status(503)),
-        classify_response(302, Some("https://warm.cloudflareaccess.com/")).unwrap_or(Failure::Network),
+        classify_response(302, Some("https://warm.cloudflareaccess.com/"))
+            .unwrap_or(Failure::Network),
         classify_fetch_error("connection refused"),
         Failure::Timeout,
     ] {
