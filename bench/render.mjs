@@ -4,8 +4,11 @@
 //
 //   node bench/render.mjs nginx OUT --prefix DIR --port N --docroot DIR
 //   node bench/render.mjs workerd OUT --product-dir DIR --anchor-dir DIR \
-//        --primary URL --replica URL --serve product=PORT [--serve anchor=PORT] \
+//        --primary URL --replica URL --serve TARGET=PORT [--serve TARGET=PORT ...] \
 //        [--attempt-timeout-ms N] [--health-interval-ms N] [--health-rise N]
+//
+// TARGET is one of the Workers in workerd.capnp.tmpl, by the name run.sh
+// and report.mjs give it (see WORKERS below).
 
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -13,6 +16,18 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+
+// Bench target name -> the Worker's const in workerd.capnp.tmpl. The target
+// name is also the service's and the socket's name.
+const WORKERS = {
+  product: "product",
+  weighted: "productWeighted",
+  hash: "productHash",
+  affinity: "productAffinity",
+  anchor: "anchor",
+  floor_bare: "floorBare",
+  floor_work: "floorWork",
+};
 const [kind, out, ...rest] = process.argv.slice(2);
 const { values: opt } = parseArgs({
   args: rest,
@@ -51,28 +66,38 @@ if (kind === "nginx") {
   const rel = (dir) => path.relative(path.dirname(path.resolve(out)), path.resolve(dir)) || ".";
   const serve = opt.serve.map((s) => {
     const [name, port] = s.split("=");
-    if (!["product", "anchor"].includes(name) || !/^\d+$/.test(port)) throw new Error(`bad --serve ${s}`);
+    if (!Object.hasOwn(WORKERS, name) || !/^\d+$/.test(port)) throw new Error(`bad --serve ${s}`);
     return { name, port };
   });
   const origins = [
     { name: "primary", url: opt.primary, health_path: "/health" },
     { name: "replica", url: opt.replica, health_path: "/health" },
   ];
+  // The product Workers' shared settings; ORIGINS and the steering settings
+  // are written per Worker in the template.
+  const productBindings = {
+    ATTEMPT_TIMEOUT_MS: opt["attempt-timeout-ms"],
+    HEALTH_INTERVAL_MS: opt["health-interval-ms"],
+    HEALTH_RISE: opt["health-rise"],
+    // The status endpoint is configured as in production, and never hit.
+    STATUS_TOKEN: "bench-status-token",
+    REPLAY_BODY_MAX_BYTES: "1048576",
+  };
   render("workerd.capnp.tmpl", {
-    SERVICES: serve.map((s) => `(name = "${s.name}", worker = .${s.name}),`).join("\n    "),
+    SERVICES: serve.map((s) => `(name = "${s.name}", worker = .${WORKERS[s.name]}),`).join("\n    "),
     SOCKETS: serve
       .map((s) => `(name = "${s.name}", address = "127.0.0.1:${s.port}", http = (), service = "${s.name}"),`)
       .join("\n    "),
     PRODUCT_DIR: capnp(rel(opt["product-dir"])),
     ANCHOR_DIR: capnp(rel(opt["anchor-dir"])),
+    BENCH_DIR: capnp(rel(here)),
     COMPAT_DATE: capnp(opt["compat-date"]),
+    PRODUCT_BINDINGS: Object.entries(productBindings)
+      .map(([name, value]) => `(name = "${name}", text = "${capnp(value)}"),`)
+      .join("\n    "),
     ORIGINS: capnp(JSON.stringify(origins)),
+    WEIGHTED_ORIGINS: capnp(JSON.stringify(origins.map((o) => ({ ...o, weight: 1 })))),
     ATTEMPT_TIMEOUT_MS: capnp(opt["attempt-timeout-ms"]),
-    HEALTH_INTERVAL_MS: capnp(opt["health-interval-ms"]),
-    HEALTH_RISE: capnp(opt["health-rise"]),
-    // The status endpoint is configured as in production, and never hit.
-    STATUS_TOKEN: "bench-status-token",
-    REPLAY_BODY_MAX_BYTES: "1048576",
     PRIMARY_URL: capnp(opt.primary),
     REPLICA_URL: capnp(opt.replica),
   });

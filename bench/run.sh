@@ -2,16 +2,21 @@
 # `make bench`: the product Worker vs the JavaScript anchor
 # (../shared/anchors/js-worker-lb) in ONE `workerd serve` process, in front of
 # the same two real nginx origins (primary, replica), loaded by wrk in
-# alternating rounds. Prints one table and writes target/bench/bench-<ts>.json
-# and target/bench/latest.json. No timing is asserted: it exits non-zero only
-# when the bench itself cannot run. See bench/README.md for what each figure
-# means and how it is taken.
+# alternating rounds; in the same process, the product once per steering
+# policy and two floor Workers (bench/floor-*.mjs), loaded in rotating
+# rounds of their own. Prints two tables and writes
+# target/bench/bench-<ts>.json and target/bench/latest.json. No timing is
+# asserted: it exits non-zero only when the bench itself cannot run (a
+# steering setting the build does not support is a row "n/a", not a
+# failure). See bench/README.md for what each figure means and how it is
+# taken.
 #
 # Expects the toolchain on PATH (node, workerd) and a fresh build/, which is
 # what `make bench` provides. Knobs (environment): BENCH_ROUNDS (5),
 # BENCH_SECONDS (5), BENCH_CONNECTIONS (16), BENCH_THREADS (2),
-# BENCH_COLD_REPS (3), BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build),
-# BENCH_KEEP=1 (keep the scratch directory with configs and logs).
+# BENCH_COLD_REPS (3), BENCH_STEERING_ROUNDS (10), BENCH_STEERING_SECONDS (2),
+# BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch
+# directory with configs and logs).
 
 set -euo pipefail
 
@@ -25,6 +30,12 @@ RUN_SECONDS=${BENCH_SECONDS:-5}
 CONNS=${BENCH_CONNECTIONS:-16}
 THREADS=${BENCH_THREADS:-2}
 COLD_REPS=${BENCH_COLD_REPS:-3}
+# The steering rounds compare Workers that differ by a few microseconds per
+# request, so they take many short rounds (each ratio is taken within one
+# round) rather than a few long ones; 2 KiB only, where a request's own cost
+# shows (at 1 MiB, streaming the body dominates every Worker alike).
+STEERING_ROUNDS=${BENCH_STEERING_ROUNDS:-10}
+STEERING_SECONDS=${BENCH_STEERING_SECONDS:-2}
 # The failover phases set it low, so a hanging origin is given up on quickly
 # (the anchor has no attempt timeout at all). The throughput phase runs the
 # product's default: at 300 ms, a scheduling stall of this shared machine
@@ -146,11 +157,23 @@ free_ports() {
     });' "$1"
 }
 
-read -r PORT_PRIMARY PORT_REPLICA PORT_PRODUCT PORT_ANCHOR PORT_COLD <<<"$(free_ports 5)"
+# The Workers of the steering rounds, by the names render.mjs and
+# report.mjs know them by: `product` is STEERING=failover, today's.
+STEERING_TARGETS=(product weighted hash affinity floor_bare floor_work)
+declare -A PORT
+read -r PORT_PRIMARY PORT_REPLICA PORT_COLD PORT[product] PORT[anchor] PORT[weighted] PORT[hash] PORT[affinity] \
+  PORT[floor_bare] PORT[floor_work] <<<"$(free_ports 10)"
 PRIMARY=http://127.0.0.1:$PORT_PRIMARY
 REPLICA=http://127.0.0.1:$PORT_REPLICA
-PRODUCT=http://127.0.0.1:$PORT_PRODUCT
-ANCHOR=http://127.0.0.1:$PORT_ANCHOR
+PRODUCT=http://127.0.0.1:${PORT[product]}
+ANCHOR=http://127.0.0.1:${PORT[anchor]}
+
+url_of() { # target
+  case $1 in
+    origin) echo "$PRIMARY" ;;
+    *) echo "http://127.0.0.1:${PORT[$1]}" ;;
+  esac
+}
 
 start_origin() {
   local name=$1 port=$2 prefix=$WORK/nginx-$1
@@ -182,13 +205,15 @@ start_workerd() { # [config]
 
 record() { printf '%s\n' "$1" >>"$RESULTS"; }
 
-# run_wrk TARGET SIZE CONNS THREADS SECONDS LABEL -> one JSON line in results
+# run_wrk TARGET SIZE CONNS THREADS SECONDS LABEL [SCRIPT [WRK ARGS...]]
+#   -> one JSON line in results. SCRIPT defaults to wrk-json.lua.
 run_wrk() {
-  local target=$1 size=$2 conns=$3 threads=$4 seconds=$5 label=$6 url log json
-  case $target in product) url=$PRODUCT ;; anchor) url=$ANCHOR ;; origin) url=$PRIMARY ;; esac
+  local target=$1 size=$2 conns=$3 threads=$4 seconds=$5 label=$6 script=${7:-$BENCH/wrk-json.lua} url log json
+  shift $(($# < 7 ? $# : 7))
+  url=$(url_of "$target")
   log=$WORK/wrk-$label-$target-$size.log
   run_logged wrk "$log" wrk -t"$threads" -c"$conns" -d"${seconds}s" --latency --timeout 5s \
-    -s "$BENCH/wrk-json.lua" "$url/$size.bin" || die "wrk failed: $(tail -5 "$log")" "wrk -c$conns -d${seconds}s $url/$size.bin"
+    -s "$script" "$@" "$url/$size.bin" || die "wrk failed: $(tail -5 "$log")" "wrk -c$conns -d${seconds}s $url/$size.bin"
   json=$(sed -n 's/^WRK_JSON //p' "$log")
   [ -n "$json" ] || die "wrk printed no summary: $(tail -5 "$log")"
   record "{\"kind\":\"wrk\",\"label\":\"$label\",\"target\":\"$target\",\"size\":\"$size\",\"connections\":$conns,\"seconds\":$seconds,\"result\":$json}"
@@ -196,7 +221,7 @@ run_wrk() {
 
 # -------------------------------------------------------------- set up ----
 
-say "scratch directory $WORK; ports: primary $PORT_PRIMARY, replica $PORT_REPLICA, product $PORT_PRODUCT, anchor $PORT_ANCHOR"
+say "scratch directory $WORK; ports: primary $PORT_PRIMARY, replica $PORT_REPLICA, product ${PORT[product]}, anchor ${PORT[anchor]}"
 # A snapshot of the build, so a concurrent `make build` cannot change the
 # Worker halfway through the run.
 cp "$BUILD_DIR/index.js" "$BUILD_DIR/index_bg.wasm" "$WORK/product/"
@@ -214,8 +239,10 @@ render_workerd() {
     --primary "$PRIMARY" --replica "$REPLICA" --attempt-timeout-ms "$timeout" \
     --health-interval-ms "$HEALTH_INTERVAL_MS" --health-rise "$HEALTH_RISE" "$@"
 }
-render_workerd "$WORK/throughput.capnp" "$THROUGHPUT_ATTEMPT_TIMEOUT_MS" --serve "product=$PORT_PRODUCT" --serve "anchor=$PORT_ANCHOR"
-render_workerd "$WORK/workerd.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "product=$PORT_PRODUCT" --serve "anchor=$PORT_ANCHOR"
+serve_all=()
+for target in "${!PORT[@]}"; do serve_all+=(--serve "$target=${PORT[$target]}"); done
+render_workerd "$WORK/throughput.capnp" "$THROUGHPUT_ATTEMPT_TIMEOUT_MS" "${serve_all[@]}"
+render_workerd "$WORK/workerd.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "product=${PORT[product]}" --serve "anchor=${PORT[anchor]}"
 render_workerd "$WORK/cold-product.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "product=$PORT_COLD"
 render_workerd "$WORK/cold-anchor.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "anchor=$PORT_COLD"
 start_workerd "$WORK/throughput.capnp"
@@ -262,7 +289,9 @@ for round in $(seq "$ROUNDS"); do
 done
 
 # A healthy primary should never have been failed over during the rounds.
-record "{\"kind\":\"throughput_failures\",\"attempt_failed\":$(grep -c '"attempt_failed"' "$WORK/workerd.log" || true)}"
+attempts_failed() { grep -c '"attempt_failed"' "$WORK/workerd.log" || true; }
+failed_before_steering=$(attempts_failed)
+record "{\"kind\":\"throughput_failures\",\"attempt_failed\":$failed_before_steering}"
 
 # One connection, one request at a time: the latency a Worker adds when
 # nothing queues (at -c$CONNS, p50 is mostly queueing behind other requests).
@@ -271,6 +300,46 @@ say "unloaded latency: $unloaded_rounds rounds x 2 s, wrk -t1 -c1, 2 KiB"
 for round in $(seq "$unloaded_rounds"); do
   for target in product anchor origin; do run_wrk "$target" 2k 1 1 2 "unloaded$round"; done
 done
+
+# ------------------------------------------------------------ steering ----
+# The product once per steering policy, and the two floors, all in the
+# workerd above (its own isolate each). A variant the build rejects or
+# ignores is checked out first and becomes an "n/a" row. Every target gets
+# the same client (wrk-users.lua: varying x-user, and the affinity Worker's
+# pin as a cookie when it issued one), the order rotating between rounds.
+
+steering=()
+affinity_cookie=
+for target in "${STEERING_TARGETS[@]}"; do
+  check=$(node "$BENCH/steering-check.mjs" --target "$target" --url "$(url_of "$target")") ||
+    die "steering-check.mjs failed for $target" "node bench/steering-check.mjs --target $target --url $(url_of "$target")"
+  record "{\"kind\":\"steering_check\",\"result\":$check}"
+  { read -r supported && read -r why && read -r cookie; } < <(node -e '
+    const c = JSON.parse(process.argv[1]);
+    console.log([c.supported, c.why ?? "", c.cookie ?? ""].join("\n"));' "$check")
+  if [ "$supported" = true ]; then
+    steering+=("$target")
+    [ -n "$cookie" ] && affinity_cookie=$cookie
+  else
+    say "  $target: n/a (setting not supported by this build): $why"
+  fi
+done
+client=("$BENCH/wrk-users.lua")
+[ -n "$affinity_cookie" ] && client+=(-H "Cookie: $affinity_cookie")
+
+if [ ${#steering[@]} -gt 0 ]; then
+  say "steering: warm-up, 1 s each: ${steering[*]}"
+  for target in "${steering[@]}"; do run_wrk "$target" 2k "$CONNS" "$THREADS" 1 warmup "${client[@]}"; done
+  say "steering: $STEERING_ROUNDS rounds x ${STEERING_SECONDS} s, wrk -t$THREADS -c$CONNS, 2 KiB, rotating order"
+  for round in $(seq "$STEERING_ROUNDS"); do
+    for i in "${!steering[@]}"; do
+      target=${steering[$(((i + round - 1) % ${#steering[@]}))]}
+      run_wrk "$target" 2k "$CONNS" "$THREADS" "$STEERING_SECONDS" "steering$round" "${client[@]}"
+    done
+    if [ $((round % 5)) -eq 0 ] || [ "$round" -eq "$STEERING_ROUNDS" ]; then say "  round $round/$STEERING_ROUNDS done"; fi
+  done
+fi
+record "{\"kind\":\"steering_failures\",\"attempt_failed\":$(($(attempts_failed) - failed_before_steering))}"
 
 # ------------------------------------------------------------ failover ----
 # Each scenario gets a fresh workerd, so both Workers start it believing the
@@ -347,6 +416,7 @@ record "{\"kind\":\"isolates\",\"result\":$(cat "$WORK/isolates.json")}"
 revision=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 mkdir -p "$OUT"
 node "$BENCH/report.mjs" "$RESULTS" "$OUT" \
-  --meta "$(printf '{"revision":"%s","workerd":"%s","nginx":"%s","wrk":"%s","node":"%s","cpus":%s,"loadavg_end":"%s","rounds":%s,"seconds":%s,"connections":%s,"threads":%s,"attempt_timeout_ms":%s}' \
+  --meta "$(printf '{"revision":"%s","workerd":"%s","nginx":"%s","wrk":"%s","node":"%s","cpus":%s,"loadavg_end":"%s","rounds":%s,"seconds":%s,"steering_rounds":%s,"steering_seconds":%s,"connections":%s,"threads":%s,"attempt_timeout_ms":%s,"wall_s":%s}' \
     "$revision" "$(workerd --version 2>&1 | head -1)" "$("$NGINX" -v 2>&1 | head -1)" "$(wrk -v 2>&1 | head -1 | cut -c1-40)" \
-    "$(node --version)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ROUNDS" "$RUN_SECONDS" "$CONNS" "$THREADS" "$ATTEMPT_TIMEOUT_MS")"
+    "$(node --version)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ROUNDS" "$RUN_SECONDS" "$STEERING_ROUNDS" "$STEERING_SECONDS" \
+    "$CONNS" "$THREADS" "$ATTEMPT_TIMEOUT_MS" "$SECONDS")"

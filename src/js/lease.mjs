@@ -41,7 +41,10 @@ export function grant(granted, instance) {
   lease.statusPath = granted.statusPath;
   lease.generation = granted.generation;
   lease.steer = granted.steer;
-  if (lease.steer !== undefined) lease.steer.allUp = lease.steer.names.map(() => true);
+  if (lease.steer !== undefined) {
+    lease.steer.allUp = lease.steer.names.map(() => true);
+    lease.steer.allHealthy = lease.steer.healthy.every((h) => h === true);
+  }
   lease.instance = instance;
   return true;
 }

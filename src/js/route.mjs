@@ -13,7 +13,8 @@ export function route(steer, key, cookieHeader, random) {
   const pinned = steer.affinity === AFFINITY_COOKIE ? pinnedOrigin(cookieHeader, steer.tokens) : undefined;
   let meant = pinned;
   if (meant === undefined || meant === null) {
-    meant = attemptOrder(policy, names, weights, steer.allUp, key, random)[0];
+    // With every origin up, the order health aside is the order itself.
+    meant = steer.allHealthy ? policyOrder[0] : attemptOrder(policy, names, weights, steer.allUp, key, random)[0];
   }
   const pinnedUp = pinned !== undefined && pinned !== null && healthy[pinned] === true;
   const plan = withAffinity(steer.affinity, steer.affinityFailover, pinned, pinnedUp, policyOrder);
