@@ -114,3 +114,16 @@ test("a client that goes away mid-upload gives its bytes back", async (t) => {
   assert.equal(res.status, 200);
   await res.text();
 });
+
+test("a bad REPLAY_BUFFER_BUDGET_BYTES answers 500 naming it", async (t) => {
+  const primary = await startOrigin("primary");
+  t.after(() => primary.stop());
+  for (const value of ["-1", "134217729", "lots"]) {
+    const worker = await startWorker({ ORIGINS: originsVar(primary), REPLAY_BUFFER_BUDGET_BYTES: value });
+    const res = await worker.fetch("/");
+    const text = await res.text();
+    await worker.dispose();
+    assert.equal(res.status, 500, value);
+    assert.match(text, /REPLAY_BUFFER_BUDGET_BYTES/, value);
+  }
+});

@@ -4,29 +4,30 @@
 // which tests/fixtures/steering.json holds to Rust bit for bit. `steer` is
 // the lease's `steer` object (src/fast.rs `steering`; `allUp` is added by
 // lease.mjs's grant).
-import { AFFINITY_COOKIE, attemptOrder, pinnedOrigin, withAffinity } from "./steer.mjs";
+import { AFFINITY_COOKIE, attemptOrder, pinnedOrigin, SET_COOKIE_NEVER, withAffinity } from "./steer.mjs";
 
-// { order, intended, setCookie, pinned }, as Rust's `Route`.
+// { order, intended, setCookie, pinned }, as Rust's `Route`. Per request on
+// the fast path, so it allocates only when it must reorder.
 export function route(steer, key, cookieHeader, random) {
   const { policy, names, weights, healthy } = steer;
   const policyOrder = attemptOrder(policy, names, weights, healthy, key, random);
-  const pinned = steer.affinity === AFFINITY_COOKIE ? pinnedOrigin(cookieHeader, steer.tokens) : undefined;
+  const affinity = steer.affinity === AFFINITY_COOKIE;
+  const pinned = affinity ? pinnedOrigin(cookieHeader, steer.tokens) : undefined;
   let meant = pinned;
   if (meant === undefined || meant === null) {
     // With every origin up, the order health aside is the order itself.
     meant = steer.allHealthy ? policyOrder[0] : attemptOrder(policy, names, weights, steer.allUp, key, random)[0];
   }
-  const pinnedUp = pinned !== undefined && pinned !== null && healthy[pinned] === true;
-  const plan = withAffinity(steer.affinity, steer.affinityFailover, pinned, pinnedUp, policyOrder);
-  const order = plan.order.slice();
+  const plan = affinity
+    ? withAffinity(steer.affinity, steer.affinityFailover, pinned, pinned !== undefined && pinned !== null && healthy[pinned] === true, policyOrder)
+    : { order: policyOrder, setCookie: SET_COOKIE_NEVER, pinned: undefined };
+  let order = plan.order;
   // The origin a request was meant for goes first whenever it is up, so
   // that x-failover means "the intended origin was down or failed".
-  if (meant !== undefined && healthy[meant] === true) {
-    const at = order.indexOf(meant);
-    if (at > 0) {
-      order.splice(at, 1);
-      order.unshift(meant);
-    }
+  if (meant !== undefined && healthy[meant] === true && order[0] !== meant) {
+    order = order.slice();
+    order.splice(order.indexOf(meant), 1);
+    order.unshift(meant);
   }
   return { order, intended: meant ?? order[0], setCookie: plan.setCookie, pinned: plan.pinned };
 }

@@ -1031,6 +1031,29 @@ mod tests {
                 "not a whole number",
             ),
             (
+                &[
+                    ("ORIGINS", TWO),
+                    ("REPLAY_BUFFER_BUDGET_BYTES", "200000000"),
+                ],
+                "REPLAY_BUFFER_BUDGET_BYTES",
+                "out of range",
+            ),
+            (
+                &[("ORIGINS", TWO), ("REPLAY_BUFFER_BUDGET_BYTES", "-1")],
+                "REPLAY_BUFFER_BUDGET_BYTES",
+                "",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SILENCE_MS", "50")],
+                "SILENCE_MS",
+                "expected 0 (off) or 100 to 60000",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SILENCE_MS", "60001")],
+                "SILENCE_MS",
+                "out of range",
+            ),
+            (
                 &[("ORIGINS", TWO), ("STEERING", "rr")],
                 "STEERING",
                 r#""rr" is not accepted; expected "failover", "weighted" or "hash""#,
