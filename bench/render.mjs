@@ -24,6 +24,7 @@ const WORKERS = {
   weighted: "productWeighted",
   hash: "productHash",
   affinity: "productAffinity",
+  silence_off: "productSilenceOff",
   anchor: "anchor",
   floor_bare: "floorBare",
   floor_work: "floorWork",

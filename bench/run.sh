@@ -3,20 +3,20 @@
 # (../shared/anchors/js-worker-lb) in ONE `workerd serve` process, in front of
 # the same two real nginx origins (primary, replica), loaded by wrk in
 # alternating rounds; in the same process, the product once per steering
-# policy and two floor Workers (bench/floor-*.mjs), loaded in rotating
-# rounds of their own. Prints two tables and writes
-# target/bench/bench-<ts>.json and target/bench/latest.json. No timing is
-# asserted: it exits non-zero only when the bench itself cannot run (a
-# steering setting the build does not support is a row "n/a", not a
-# failure). See bench/README.md for what each figure means and how it is
-# taken.
+# policy and once with SILENCE_MS=0, and two floor Workers
+# (bench/floor-*.mjs), loaded in rotating rounds of their own. Prints two
+# tables and writes target/bench/bench-<ts>.json and
+# target/bench/latest.json. No timing is asserted: it exits non-zero only
+# when the bench itself cannot run (a steering setting the build does not
+# support is a row "n/a", not a failure). See bench/README.md for what each
+# figure means and how it is taken.
 #
 # Expects the toolchain on PATH (node, workerd) and a fresh build/, which is
 # what `make bench` provides. Knobs (environment): BENCH_ROUNDS (5),
 # BENCH_SECONDS (5), BENCH_CONNECTIONS (16), BENCH_THREADS (2),
 # BENCH_COLD_REPS (3), BENCH_STEERING_ROUNDS (10), BENCH_STEERING_SECONDS (2),
-# BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch
-# directory with configs and logs).
+# BENCH_REFAIL_ROUNDS (6), BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build),
+# BENCH_KEEP=1 (keep the scratch directory with configs and logs).
 
 set -euo pipefail
 
@@ -36,6 +36,10 @@ COLD_REPS=${BENCH_COLD_REPS:-3}
 # shows (at 1 MiB, streaming the body dominates every Worker alike).
 STEERING_ROUNDS=${BENCH_STEERING_ROUNDS:-10}
 STEERING_SECONDS=${BENCH_STEERING_SECONDS:-2}
+# The first and the second failover in one isolate, one fresh workerd (so
+# one fresh isolate) per round; 6 rounds is the fewest that give the
+# median's 95% interval (report.mjs).
+REFAIL_ROUNDS=${BENCH_REFAIL_ROUNDS:-6}
 # The failover phases set it low, so a hanging origin is given up on quickly
 # (the anchor has no attempt timeout at all). The throughput phase runs the
 # product's default: at 300 ms, a scheduling stall of this shared machine
@@ -44,6 +48,9 @@ STEERING_SECONDS=${BENCH_STEERING_SECONDS:-2}
 ATTEMPT_TIMEOUT_MS=300
 THROUGHPUT_ATTEMPT_TIMEOUT_MS=6000
 HEALTH_INTERVAL_MS=1000
+# The second-failover rounds wait for the Worker to fail back between two
+# kills: its probes of the restarted primary come this often.
+REFAIL_HEALTH_INTERVAL_MS=200
 HEALTH_RISE=2
 
 say() { printf '==> %s\n' "$*" >&2; }
@@ -158,11 +165,12 @@ free_ports() {
 }
 
 # The Workers of the steering rounds, by the names render.mjs and
-# report.mjs know them by: `product` is STEERING=failover, today's.
-STEERING_TARGETS=(product weighted hash affinity floor_bare floor_work)
+# report.mjs know them by: `product` is STEERING=failover, today's, with the
+# default SILENCE_MS; `silence_off` is the same with SILENCE_MS=0.
+STEERING_TARGETS=(product weighted hash affinity silence_off floor_bare floor_work)
 declare -A PORT
 read -r PORT_PRIMARY PORT_REPLICA PORT_COLD PORT[product] PORT[anchor] PORT[weighted] PORT[hash] PORT[affinity] \
-  PORT[floor_bare] PORT[floor_work] <<<"$(free_ports 10)"
+  PORT[silence_off] PORT[floor_bare] PORT[floor_work] <<<"$(free_ports 11)"
 PRIMARY=http://127.0.0.1:$PORT_PRIMARY
 REPLICA=http://127.0.0.1:$PORT_REPLICA
 PRODUCT=http://127.0.0.1:${PORT[product]}
@@ -194,13 +202,17 @@ restart_primary() {
   start_origin primary "$PORT_PRIMARY"
 }
 
-start_workerd() { # [config]
+start_workerd() { # [config [--product-only]]
   stop_proc workerd
   workerd serve "${1:-$WORK/workerd.capnp}" >>"$WORK/workerd.log" 2>&1 &
   echo $! >"$WORK/pids/workerd"
   disown $!
-  wait_http "$PRODUCT/health" 20 && wait_http "$ANCHOR/health" 5 ||
-    die "workerd did not serve both Workers: $(tail -20 "$WORK/workerd.log")"
+  if [ "${2:-}" = --product-only ]; then
+    wait_http "$PRODUCT/health" 20 || die "workerd did not serve the product: $(tail -20 "$WORK/workerd.log")"
+  else
+    wait_http "$PRODUCT/health" 20 && wait_http "$ANCHOR/health" 5 ||
+      die "workerd did not serve both Workers: $(tail -20 "$WORK/workerd.log")"
+  fi
 }
 
 record() { printf '%s\n' "$1" >>"$RESULTS"; }
@@ -232,19 +244,20 @@ head -c 1048576 /dev/urandom >"$WORK/www/1m.bin"
 
 start_origin primary "$PORT_PRIMARY"
 start_origin replica "$PORT_REPLICA"
-render_workerd() {
-  local out=$1 timeout=$2
-  shift 2
+render_workerd() { # OUT ATTEMPT_TIMEOUT_MS HEALTH_INTERVAL_MS --serve TARGET=PORT...
+  local out=$1 timeout=$2 interval=$3
+  shift 3
   node "$BENCH/render.mjs" workerd "$out" --product-dir "$WORK/product" --anchor-dir "$ANCHOR_DIR" \
     --primary "$PRIMARY" --replica "$REPLICA" --attempt-timeout-ms "$timeout" \
-    --health-interval-ms "$HEALTH_INTERVAL_MS" --health-rise "$HEALTH_RISE" "$@"
+    --health-interval-ms "$interval" --health-rise "$HEALTH_RISE" "$@"
 }
 serve_all=()
 for target in "${!PORT[@]}"; do serve_all+=(--serve "$target=${PORT[$target]}"); done
-render_workerd "$WORK/throughput.capnp" "$THROUGHPUT_ATTEMPT_TIMEOUT_MS" "${serve_all[@]}"
-render_workerd "$WORK/workerd.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "product=${PORT[product]}" --serve "anchor=${PORT[anchor]}"
-render_workerd "$WORK/cold-product.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "product=$PORT_COLD"
-render_workerd "$WORK/cold-anchor.capnp" "$ATTEMPT_TIMEOUT_MS" --serve "anchor=$PORT_COLD"
+render_workerd "$WORK/throughput.capnp" "$THROUGHPUT_ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" "${serve_all[@]}"
+render_workerd "$WORK/workerd.capnp" "$ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" --serve "product=${PORT[product]}" --serve "anchor=${PORT[anchor]}"
+render_workerd "$WORK/refail.capnp" "$ATTEMPT_TIMEOUT_MS" "$REFAIL_HEALTH_INTERVAL_MS" --serve "product=${PORT[product]}"
+render_workerd "$WORK/cold-product.capnp" "$ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" --serve "product=$PORT_COLD"
+render_workerd "$WORK/cold-anchor.capnp" "$ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" --serve "anchor=$PORT_COLD"
 start_workerd "$WORK/throughput.capnp"
 
 # Both Workers must really proxy both files from the primary before any
@@ -385,9 +398,39 @@ kill_under_load() {
   done
 }
 
+# The first and the second failover in one isolate: the first runs code
+# the isolate has not run for a request yet (the warm path, src/warm.rs,
+# ran it once off the request's path); by the second, a failover and a
+# fail-back have run it. A fresh workerd per round, product only, probing
+# every REFAIL_HEALTH_INTERVAL_MS so the fail-back between the kills is
+# quick.
+second_failover() {
+  local round nth log
+  say "first vs second failover in one isolate: $REFAIL_ROUNDS rounds (fresh workerd each), kill, fail back (probes every ${REFAIL_HEALTH_INTERVAL_MS} ms), kill again"
+  for round in $(seq "$REFAIL_ROUNDS"); do
+    start_workerd "$WORK/refail.capnp" --product-only
+    for _ in 1 2 3 4 5; do curl -fsS -o /dev/null "$PRODUCT/2k.bin" || die "product did not answer before the failover round"; done
+    for nth in 1 2; do
+      if [ "$nth" = 2 ]; then
+        log=$WORK/failback-$round.log
+        run_logged failback "$log" node "$BENCH/failback.mjs" --url "$PRODUCT/2k.bin" ||
+          die "the product did not fail back to the restarted primary: $(tail -3 "$log")"
+        record "{\"kind\":\"failback\",\"round\":$round,\"result\":$(tail -1 "$log")}"
+      fi
+      log=$WORK/refail-$round-$nth.log
+      run_logged failover "$log" node "$BENCH/failover.mjs" --url "$PRODUCT/2k.bin" \
+        --pid "$(cat "$WORK/pids/nginx-primary")" --fault kill --window-ms 500 --timeout-ms 3000 ||
+        die "failover measurement failed: $(tail -5 "$log")"
+      record "{\"kind\":\"refailover\",\"round\":$round,\"nth\":$nth,\"result\":$(tail -1 "$log")}"
+      restart_primary
+    done
+  done
+}
+
 failover kill 3000
 kill_under_load
 failover hang 5000
+second_failover
 stop_proc workerd
 
 # ---------------------------------------------------------- cold start ----
@@ -406,7 +449,7 @@ done
 
 # ------------------------------------------------------- shared health ----
 
-say "shared health: requests that waited a full timeout after the primary hung, isolate-local vs colo-shared"
+say "many isolates, primary hung: requests that waited a full timeout, isolate-local vs colo-shared health, SILENCE_MS off vs on (about 40 s)"
 run_logged isolates "$WORK/isolates.log" node "$BENCH/isolates.mjs" "$WORK/isolates.json" ||
   die "shared-health run failed: $(tail -5 "$WORK/isolates.log")"
 record "{\"kind\":\"isolates\",\"result\":$(cat "$WORK/isolates.json")}"
@@ -416,7 +459,7 @@ record "{\"kind\":\"isolates\",\"result\":$(cat "$WORK/isolates.json")}"
 revision=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 mkdir -p "$OUT"
 node "$BENCH/report.mjs" "$RESULTS" "$OUT" \
-  --meta "$(printf '{"revision":"%s","workerd":"%s","nginx":"%s","wrk":"%s","node":"%s","cpus":%s,"loadavg_end":"%s","rounds":%s,"seconds":%s,"steering_rounds":%s,"steering_seconds":%s,"connections":%s,"threads":%s,"attempt_timeout_ms":%s,"wall_s":%s}' \
+  --meta "$(printf '{"revision":"%s","workerd":"%s","nginx":"%s","wrk":"%s","node":"%s","cpus":%s,"loadavg_end":"%s","rounds":%s,"seconds":%s,"steering_rounds":%s,"steering_seconds":%s,"connections":%s,"threads":%s,"attempt_timeout_ms":%s,"refail_rounds":%s,"refail_health_interval_ms":%s,"wall_s":%s}' \
     "$revision" "$(workerd --version 2>&1 | head -1)" "$("$NGINX" -v 2>&1 | head -1)" "$(wrk -v 2>&1 | head -1 | cut -c1-40)" \
     "$(node --version)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ROUNDS" "$RUN_SECONDS" "$STEERING_ROUNDS" "$STEERING_SECONDS" \
-    "$CONNS" "$THREADS" "$ATTEMPT_TIMEOUT_MS" "$SECONDS")"
+    "$CONNS" "$THREADS" "$ATTEMPT_TIMEOUT_MS" "$REFAIL_ROUNDS" "$REFAIL_HEALTH_INTERVAL_MS" "$SECONDS")"

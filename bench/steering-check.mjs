@@ -6,7 +6,7 @@
 // { target, supported, why, cookie? } (cookie: the affinity pin the
 // steering rounds' client sends, "__tf_affinity=<value>").
 //
-//   node bench/steering-check.mjs --target product|weighted|hash|affinity|floor_bare|floor_work --url URL
+//   node bench/steering-check.mjs --target product|weighted|hash|affinity|silence_off|floor_bare|floor_work --url URL
 
 import { parseArgs } from "node:util";
 
@@ -38,6 +38,9 @@ function notServed(r) {
 
 const checks = {
   async product() {},
+  // SILENCE_MS=0: nothing to see on a healthy origin; a build that
+  // rejects the setting answers 500, which notServed() reports.
+  async silence_off() {},
   async floor_bare() {},
   async floor_work(first) {
     if (first.servedBy !== "primary") return `X-Served-By ${JSON.stringify(first.servedBy)}, not "primary"`;
