@@ -4,7 +4,10 @@
 //! first good response, against 3-6 ms for the next one. So, once per Wasm
 //! instance, right after the first lease is granted and off the client's
 //! path (`ctx.waitUntil` in src/js/entry.mjs), this runs the pure parts of
-//! that path once, harmlessly: no I/O, no log line, no state changed.
+//! that path once, harmlessly: no I/O and no state changed. It ends with the
+//! instance's one `instance_ready` log line: `make bench` found an isolate's
+//! first log line a large part of the first failover's extra cost (a
+//! failover logs), so it is written here, off the client's path.
 
 use failover_core::attempts::Attempts;
 use failover_core::classify::{
@@ -62,6 +65,7 @@ pub async fn warm_full_path(env: Env) {
     }
     let timed_out = js_sys::Promise::resolve(&JsValue::from_f64(ATTEMPT_TIMED_OUT));
     drop(forward::outcome(forward::settle(timed_out).await));
+    crate::log::line(&report::instance_ready(config));
 }
 
 /// A POST with a one-byte body that goes nowhere: only its body is read.

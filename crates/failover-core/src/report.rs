@@ -60,6 +60,17 @@ pub fn attempt_failed(
 }
 
 /// `{"event":"config_error",...}`: logged once per isolate.
+/// `{"event":"instance_ready",...}`: a Wasm instance has its config and is
+/// serving; one line per instance (isolate start, or after a panic's reset).
+pub fn instance_ready(config: &WorkerConfig) -> String {
+    json!({
+        "event": "instance_ready",
+        "origins": config.origins.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+        "steering": config.steering.as_str(),
+    })
+    .to_string()
+}
+
 pub fn config_error(problem: &str) -> String {
     json!({ "event": "config_error", "error": problem }).to_string()
 }
