@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use failover_core::node::PeerView;
 
+use crate::client::Response;
 use crate::log;
 use crate::readiness;
 use crate::state::Shared;
@@ -48,46 +49,31 @@ pub async fn look(shared: &Shared, peer_agent: &Url) -> PeerView {
     }
 }
 
-/// `POST /failover/stop`. The peer's stop may take its whole
-/// `command_timeout`; waiting less would log a stop that still happens as
-/// "not reachable". A peer busy with a decision of its own is asked again
-/// until `retry_busy` runs out (zero: once).
+/// `POST /failover/stop`. A peer busy with a decision of its own is asked
+/// again until `retry_busy` runs out (zero: once).
 pub async fn ask_to_stop(shared: &Shared, peer_agent: &Url, retry_busy: Duration) -> Asked {
-    let url = peer_agent.with_path("/failover/stop");
-    let deadline = shared.config.command_timeout + shared.config.probe_timeout;
-    let until = tokio::time::Instant::now() + retry_busy;
-    loop {
-        shared.alive();
-        match shared
-            .client
-            .post(&url, &shared.config.token, deadline)
-            .await
-        {
-            Ok(r) if r.status == 200 => {
-                log::info("peer agent stopped its connector on request");
-                return Asked::Done;
-            }
-            Ok(r) if is_busy(&r) && tokio::time::Instant::now() < until => {
-                tokio::time::sleep(READY_POLL).await;
-            }
-            Ok(r) if is_busy(&r) => {
-                log::info("peer agent busy with a decision of its own; not waiting for it");
-                return Asked::Refused;
-            }
-            Ok(r) => {
-                log::warn(&format!(
-                    "peer agent refused to stand down: HTTP {}",
-                    r.status
-                ));
-                return Asked::Refused;
-            }
-            // A dead peer is the usual reason for a take-over.
-            Err(e) => {
-                log::info(&format!(
-                    "peer agent not reachable to stand down ({e}); serving anyway"
-                ));
-                return Asked::Unreachable;
-            }
+    match post_order(shared, peer_agent, "/failover/stop", retry_busy).await {
+        Ok(r) if r.status == 200 => {
+            log::info("peer agent stopped its connector on request");
+            Asked::Done
+        }
+        Ok(r) if is_busy(&r) => {
+            log::info("peer agent busy with a decision of its own; not waiting for it");
+            Asked::Refused
+        }
+        Ok(r) => {
+            log::warn(&format!(
+                "peer agent refused to stand down: HTTP {}",
+                r.status
+            ));
+            Asked::Refused
+        }
+        // A dead peer is the usual reason for a take-over.
+        Err(e) => {
+            log::info(&format!(
+                "peer agent not reachable to stand down ({e}); serving anyway"
+            ));
+            Asked::Unreachable
         }
     }
 }
@@ -96,41 +82,56 @@ pub async fn ask_to_stop(shared: &Shared, peer_agent: &Url, retry_busy: Duration
 /// while ours stops. Answers once the peer's start command has finished. A
 /// peer busy with a decision of its own is asked again until `bound`.
 pub async fn hand_over(shared: &Shared, peer_agent: &Url, bound: Duration) -> Asked {
-    let url = peer_agent.with_path("/failover/handover");
-    let deadline = shared.config.command_timeout + shared.config.probe_timeout;
-    let until = tokio::time::Instant::now() + bound;
-    loop {
-        shared.alive();
-        match shared
-            .client
-            .post(&url, &shared.config.token, deadline)
-            .await
-        {
-            Ok(r) if r.status == 200 => {
-                log::info("peer agent started its connector for the handover");
-                return Asked::Done;
-            }
-            Ok(r) if is_busy(&r) && tokio::time::Instant::now() < until => {
-                tokio::time::sleep(READY_POLL).await;
-            }
-            Ok(r) => {
-                let why = String::from_utf8_lossy(&r.body);
-                log::warn(&format!(
-                    "peer agent refused the handover: HTTP {} {}",
-                    r.status,
-                    why.trim()
-                ));
-                return Asked::Refused;
-            }
-            Err(e) => {
-                log::warn(&format!("peer agent not reachable for the handover: {e}"));
-                return Asked::Unreachable;
-            }
+    match post_order(shared, peer_agent, "/failover/handover", bound).await {
+        Ok(r) if r.status == 200 => {
+            log::info("peer agent started its connector for the handover");
+            Asked::Done
+        }
+        Ok(r) => {
+            let why = String::from_utf8_lossy(&r.body);
+            log::warn(&format!(
+                "peer agent refused the handover: HTTP {} {}",
+                r.status,
+                why.trim()
+            ));
+            Asked::Refused
+        }
+        Err(e) => {
+            log::warn(&format!("peer agent not reachable for the handover: {e}"));
+            Asked::Unreachable
         }
     }
 }
 
-fn is_busy(r: &crate::client::Response) -> bool {
+/// One order to the peer agent, asked again while it answers "busy" and
+/// `retry_busy` has not run out; the last answer. Each try may take the
+/// peer's whole `command_timeout`: waiting less would log an order that
+/// still happens as "not reachable".
+async fn post_order(
+    shared: &Shared,
+    peer_agent: &Url,
+    path: &str,
+    retry_busy: Duration,
+) -> Result<Response, String> {
+    let url = peer_agent.with_path(path);
+    let deadline = shared.config.command_timeout + shared.config.probe_timeout;
+    let until = tokio::time::Instant::now() + retry_busy;
+    loop {
+        shared.alive();
+        let answer = shared
+            .client
+            .post(&url, &shared.config.token, deadline)
+            .await;
+        match answer {
+            Ok(r) if is_busy(&r) && tokio::time::Instant::now() < until => {
+                tokio::time::sleep(READY_POLL).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn is_busy(r: &Response) -> bool {
     r.status == 409 && String::from_utf8_lossy(&r.body).contains(crate::api::BUSY)
 }
 
