@@ -176,15 +176,23 @@ function keepPinging(registration) {
   let unanswered = null;
   const timer = setInterval(() => {
     if (unanswered) return;
+    // A draining session (GOAWAY) or one already gone takes no PING: ping()
+    // would throw; its "close" stops this timer.
+    if (session.destroyed || session.closed) return;
     unanswered = setTimeout(() => {
       registration.dropReason = "ping timeout";
       session.destroy();
     }, PING_TIMEOUT_MS);
-    session.ping((err) => {
+    try {
+      session.ping((err) => {
+        clearTimeout(unanswered);
+        unanswered = null;
+        if (err) session.destroy();
+      });
+    } catch {
       clearTimeout(unanswered);
       unanswered = null;
-      if (err) session.destroy();
-    });
+    }
   }, PING_EVERY_MS);
   return () => {
     clearInterval(timer);
