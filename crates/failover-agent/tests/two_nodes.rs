@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{http, ready, serial, Pair, POLL_MS, TAKEOVER_AFTER};
+use support::{eventually, http, ready, serial, Pair, POLL_MS, TAKEOVER_AFTER};
 
 #[test]
 fn standby_takes_over_when_the_primary_loses_egress_then_stands_down_after_fail_back() {
@@ -47,12 +47,14 @@ fn standby_takes_over_when_the_primary_loses_egress_then_stands_down_after_fail_
     // Make before break: the primary, once its connector was ready, asked
     // the standby to stop (the standby may have noticed first and stood
     // down on its own poll; either way both served for a moment only).
-    let primary_log = pair.log("primary");
-    let failback = primary_log.rfind("decision fail-back").unwrap_or(0);
-    assert!(
-        primary_log[failback..].contains("peer agent stopped its connector"),
-        "{logs}"
-    );
+    // The standby may be seen stopped before the primary's request has
+    // been answered and logged: wait for the line.
+    let asked = eventually(10, || {
+        let primary_log = pair.log("primary");
+        let failback = primary_log.rfind("decision fail-back").unwrap_or(0);
+        primary_log[failback..].contains("peer agent stopped its connector")
+    });
+    assert!(asked, "{}", pair.logs());
 }
 
 #[test]
