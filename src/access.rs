@@ -7,23 +7,27 @@
 use failover_core::config::Origin;
 use worker::web_sys;
 
+use crate::js_bridge;
+
 pub const CLIENT_ID: &str = "cf-access-client-id";
 pub const CLIENT_SECRET: &str = "cf-access-client-secret";
 
-/// The headers an attempt to `origin` carries: the client's as they are, or
-/// a copy with the origin's service token in place of the client's.
-pub fn headers_for(origin: &Origin, client: &web_sys::Headers) -> web_sys::Headers {
-    let Some(token) = &origin.access else {
-        return client.clone();
-    };
-    let Ok(headers) = web_sys::Headers::new_with_headers(client) else {
-        return client.clone();
-    };
-    // `set` replaces what the client sent; it fails only on values a
-    // config check already refused (not visible ASCII).
-    let _ = headers.set(CLIENT_ID, &token.client_id);
-    let _ = headers.set(CLIENT_SECRET, &token.client_secret);
-    headers
+/// The headers an attempt to `origin` carries, the same on both paths
+/// (`forward_headers` in src/js/attempt.mjs): the client's, with
+/// `X-Forwarded-Host`/`-Proto` from `request_url` and the origin's service
+/// token in place of any the client sent.
+pub fn headers_for(
+    origin: &Origin,
+    client: &web_sys::Headers,
+    request_url: &str,
+) -> web_sys::Headers {
+    let token = origin.access.as_ref();
+    js_bridge::forward_headers(
+        client,
+        request_url,
+        token.map(|t| t.client_id.as_str()),
+        token.map(|t| t.client_secret.as_str()),
+    )
 }
 
 /// A probe's headers: the service token alone, or none.

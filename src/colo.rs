@@ -1,5 +1,6 @@
 //! Colo-wide health through the Cache API (`caches.default`): when this
-//! isolate flips an origin, it writes the verdict under a synthetic key with
+//! isolate flips an origin, it writes the verdict under a synthetic key
+//! (`shared::colo_key`: the deployment's own, never another Worker's) with
 //! a short TTL; every isolate of the location reads those keys (at most every
 //! 250 ms, before choosing an origin), so one discovery of a dead primary
 //! costs one client a timeout per location instead of one per isolate.
@@ -15,10 +16,6 @@ use worker::{Cache, Context, Headers, Response};
 use crate::isolate::Isolate;
 use crate::{clock, log};
 
-fn key(origin_name: &str) -> String {
-    format!("https://tunnel-failover.internal/health/{origin_name}")
-}
-
 /// How long a shared verdict stays in the cache and is trusted: two probe
 /// intervals. By then the isolates that adopted it have probed for themselves.
 pub fn max_age_ms(isolate: &Isolate) -> u64 {
@@ -32,7 +29,7 @@ pub async fn refresh(isolate: &Isolate, now_ms: u64) {
         return;
     }
     let cache = Cache::default();
-    let reads = isolate.config.origins.iter().map(|o| read(&cache, &o.name));
+    let reads = isolate.colo_keys.iter().map(|key| read(&cache, key));
     let verdicts = join_all(reads).await;
     let max_age = max_age_ms(isolate);
     for (origin, verdict) in verdicts.into_iter().enumerate() {
@@ -42,8 +39,8 @@ pub async fn refresh(isolate: &Isolate, now_ms: u64) {
     }
 }
 
-async fn read(cache: &Cache, origin_name: &str) -> Option<SharedVerdict> {
-    let mut res = cache.get(key(origin_name), true).await.ok()??;
+async fn read(cache: &Cache, key: &str) -> Option<SharedVerdict> {
+    let mut res = cache.get(key, true).await.ok()??;
     let text = res.text().await.ok()?;
     SharedVerdict::decode(&text)
 }
@@ -64,7 +61,7 @@ pub async fn write(isolate: &Isolate, origin: usize) {
     if !isolate.config.colo_health {
         return;
     }
-    let Some(target) = isolate.config.origins.get(origin) else {
+    let Some(key) = isolate.colo_keys.get(origin) else {
         return;
     };
     let Some(verdict) = isolate.health().verdict_to_share(origin, clock::now_ms()) else {
@@ -81,7 +78,7 @@ pub async fn write(isolate: &Isolate, origin: usize) {
     let Ok(res) = Response::ok(verdict.encode()).map(|r| r.with_headers(headers)) else {
         return;
     };
-    if let Err(e) = Cache::default().put(key(&target.name), res).await {
+    if let Err(e) = Cache::default().put(key.as_str(), res).await {
         log::line(&report::shared_error("colo write", &e.to_string()));
     }
 }

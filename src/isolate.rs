@@ -8,7 +8,7 @@ use failover_core::budget::ReplayBudget;
 use failover_core::config::WorkerConfig;
 use failover_core::health::HealthMap;
 use failover_core::report;
-use failover_core::shared::{colo_read_every_ms, Cadence, SharedVerdict, Source};
+use failover_core::shared::{colo_key, colo_read_every_ms, Cadence, SharedVerdict, Source};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, Env};
 
@@ -28,6 +28,8 @@ pub struct Isolate {
     pub colo_reads: RefCell<Cadence>,
     /// When the global checker was last consulted.
     pub global_reads: RefCell<Cadence>,
+    /// Each origin's colo cache key (`shared::colo_key`), made once.
+    pub colo_keys: Vec<String>,
 }
 
 impl Isolate {
@@ -132,6 +134,7 @@ pub fn load(env: &Env) -> Loaded {
             let colo_reads = Cadence::new(colo_read_every_ms(config.health_interval_ms));
             let global_reads = Cadence::new(config.health_interval_ms);
             let replay_budget = ReplayBudget::new(config.replay_buffer_budget_bytes);
+            let colo_keys = config.origins.iter().map(colo_key).collect();
             Loaded::Ready(Rc::new(Isolate {
                 config,
                 health: RefCell::new(health),
@@ -139,12 +142,15 @@ pub fn load(env: &Env) -> Loaded {
                 replay_budget: RefCell::new(replay_budget),
                 colo_reads: RefCell::new(colo_reads),
                 global_reads: RefCell::new(global_reads),
+                colo_keys,
             }))
         }
         Err(e) => {
+            // What every visitor reads names the setting and the problem;
+            // the value (which may hold a password) goes to the log alone,
+            // once per isolate, not once per request.
             let problem = e.to_string();
-            // Logged once per isolate, not once per request.
-            log::line(&report::config_error(&problem));
+            log::line(&report::config_error(&problem, e.value.as_deref()));
             Loaded::Broken(problem.into())
         }
     };

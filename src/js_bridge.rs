@@ -20,7 +20,7 @@ extern "C" {
 extern "C" {
     /// Whether `origin` is silent now (src/js/silence.mjs: the one
     /// definition both paths use).
-    pub fn is_silent(origin: usize, silence_ms: f64) -> bool;
+    pub fn is_silent(origin: usize, silence_ms: f64, timeout_ms: f64) -> bool;
 }
 
 // The attempt itself is JS (shared with the fast path in entry.mjs): one
@@ -36,6 +36,14 @@ extern "C" {
         timeout_ms: u32,
         origin: u32,
     ) -> js_sys::Promise;
+    /// The client's headers for an attempt: X-Forwarded-Host/-Proto set,
+    /// an Access service token in place of the client's.
+    pub fn forward_headers(
+        client: &web_sys::Headers,
+        request_url: &str,
+        access_id: Option<&str>,
+        access_secret: Option<&str>,
+    ) -> web_sys::Headers;
     pub fn probe_js(
         url: &str,
         timeout_ms: u32,

@@ -24,6 +24,10 @@ pub fn attempt_failed(
         }
         AfterFailure::PassThrough => "pass the response through".to_string(),
         AfterFailure::GiveUp { status, .. } => format!("answer {status}"),
+        AfterFailure::AppAnswer(i) => {
+            let name = config.origins.get(*i).map_or("?", |o| o.name.as_str());
+            format!("pass {name}'s own answer through")
+        }
     };
     line(&report::attempt_failed(
         config, origin, method, failure, &next,

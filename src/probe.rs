@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use failover_core::classify::Failure;
 use failover_core::report;
 use futures_util::future::join_all;
 use worker::Context;
@@ -25,6 +26,29 @@ pub fn start_due(ctx: &Context, isolate: &Rc<Isolate>, now_ms: u64) {
                 .map(|origin| probe(Rc::clone(&isolate), origin)),
         )
         .await;
+    });
+}
+
+/// An app answered a client with a 5xx of its own (`app_error`): probe the
+/// origin's health path now, in the background, and mark it down only if
+/// the probe agrees (`HealthMap::take_confirmation` limits this to one
+/// probe per origin at a time and per second).
+pub fn confirm(ctx: &Context, isolate: &Rc<Isolate>, origin: usize, app_error: Failure) {
+    if !isolate.change_health(|h| h.take_confirmation(origin, clock::now_ms())) {
+        return;
+    }
+    let isolate = Rc::clone(isolate);
+    ctx.wait_until(async move {
+        let result = match isolate.config.origins.get(origin) {
+            Some(target) => forward::probe(target, isolate.config.attempt_timeout_ms).await,
+            None => None,
+        };
+        let change = isolate
+            .change_health(|h| h.record_confirmation(origin, app_error, result, clock::now_ms()));
+        if let Some(change) = &change {
+            log::line(&report::health_change(&isolate.config, change));
+            colo::write(&isolate, origin).await;
+        }
     });
 }
 

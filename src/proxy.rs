@@ -71,8 +71,9 @@ pub async fn proxy(
         // Silent origins (src/js/silence.mjs) are routed around as if down;
         // the health map is not told.
         let silence_ms = config.silence_ms as f64;
+        let timeout_ms = config.attempt_timeout_ms as f64;
         let silent: Vec<bool> = (0..config.origins.len())
-            .map(|i| config.silence_ms > 0 && js_bridge::is_silent(i, silence_ms))
+            .map(|i| config.silence_ms > 0 && js_bridge::is_silent(i, silence_ms, timeout_ms))
             .collect();
         route(
             config,
@@ -92,17 +93,22 @@ pub async fn proxy(
     let Some(mut current) = attempts.first() else {
         return respond::plain(502, "no origin is configured");
     };
+    // The last HTTP 5xx an app made in this walk, kept unread: the client's
+    // answer if no origin does better (`AfterFailure::AppAnswer`).
+    let mut app_answer: Option<(usize, web_sys::Response)> = None;
     loop {
         let Some(origin) = config.origins.get(current) else {
+            forward::discard(app_answer.map(|(_, res)| res));
             return respond::plain(502, "no origin is available");
         };
         let Some(target) = upstream_url(&origin.base, &url) else {
+            forward::discard(app_answer.map(|(_, res)| res));
             return respond::plain(400, "the request path is not allowed");
         };
         let outcome = match first.take() {
             Some((_, outcome)) => outcome,
             None => {
-                let headers = access::headers_for(origin, &headers);
+                let headers = access::headers_for(origin, &headers, &url);
                 forward::attempt(
                     current,
                     &target,
@@ -114,12 +120,13 @@ pub async fn proxy(
                 .await
             }
         };
-        let (failure, failed_response) = match outcome {
+        let (failure, mut failed_response) = match outcome {
             Outcome::Answer(res) => {
+                forward::discard(app_answer.map(|(_, res)| res));
                 // Evidence too: an older shared "down" must not override it.
                 isolate.answered(current, now);
                 let res = respond::served_by(res, &origin.name, current != route.intended);
-                if route.set_cookie.emit_for(current) {
+                if route.sets_cookie_for(config, current) {
                     let value = affinity::cookie_value(config, current);
                     let cookie = affinity::set_cookie(&value, config.affinity.ttl_s, https);
                     let _ = res.headers().append("set-cookie", &cookie);
@@ -127,19 +134,30 @@ pub async fn proxy(
                 return res;
             }
             Outcome::Failed(failure, res) => (failure, res),
-            Outcome::Refused => return respond::plain(400, "the request could not be forwarded"),
+            Outcome::Refused => {
+                forward::discard(app_answer.map(|(_, res)| res));
+                return respond::plain(400, "the request could not be forwarded");
+            }
         };
+        if Attempts::keeps_answer(failure) {
+            if let Some(res) = failed_response.take() {
+                forward::discard(app_answer.replace((current, res)).map(|(_, old)| old));
+            }
+        }
         // A broken upload stream may be the client's doing (it went away):
         // no reason to call the origin down.
         let origin_at_fault = !(body.plan() == BodyPlan::Streamed && failure == Failure::Network);
-        let change = if origin_at_fault {
-            isolate.change_health(|h| h.record_failure(current, failure, clock::now_ms()))
-        } else {
-            None
-        };
-        if let Some(change) = change {
-            log::line(&failover_core::report::health_change(config, &change));
-            colo::publish(ctx, isolate, current);
+        if origin_at_fault && failure.is_app_error() {
+            // One page's 5xx is not a verdict: a probe of the health path
+            // decides (in the background, at most one per origin at a time).
+            probe::confirm(ctx, isolate, current, failure);
+        } else if origin_at_fault {
+            let change =
+                isolate.change_health(|h| h.record_failure(current, failure, clock::now_ms()));
+            if let Some(change) = change {
+                log::line(&failover_core::report::health_change(config, &change));
+                colo::publish(ctx, isolate, current);
+            }
         }
         let next = attempts.after_failure(failure);
         log::attempt_failed(config, current, &method, failure, &next);
@@ -149,13 +167,33 @@ pub async fn proxy(
                 current = i;
             }
             AfterFailure::PassThrough => {
-                return match failed_response {
+                // Only ever for a status, whose response is either kept as
+                // the app's answer or still here.
+                let res = match failed_response {
+                    Some(res) => Some(res),
+                    None => app_answer.take().map(|(_, res)| res),
+                };
+                forward::discard(app_answer.map(|(_, res)| res));
+                return match res {
                     Some(res) => respond::served_by(res, &origin.name, current != route.intended),
                     None => respond::plain(502, "the origin could not be reached"),
                 };
             }
+            AfterFailure::AppAnswer(from) => {
+                forward::discard(failed_response);
+                return match (app_answer, config.origins.get(from)) {
+                    (Some((_, res)), Some(o)) => {
+                        respond::served_by(res, &o.name, from != route.intended)
+                    }
+                    (res, _) => {
+                        forward::discard(res.map(|(_, res)| res));
+                        respond::plain(502, "no origin is available")
+                    }
+                };
+            }
             AfterFailure::GiveUp { status, message } => {
                 forward::discard(failed_response);
+                forward::discard(app_answer.map(|(_, res)| res));
                 return respond::plain(status, message);
             }
         }

@@ -13,15 +13,15 @@ const cases = [
   [
     "duplicate names",
     { ORIGINS: JSON.stringify([{ name: "a", url: "https://a.example" }, { name: "a", url: "https://b.example" }]) },
-    /"a" is used twice/,
+    /ORIGINS\[1\]\.name: is used twice/,
   ],
   ["not http(s)", { ORIGINS: JSON.stringify([{ name: "a", url: "ftp://a.example" }]) }, /must start with http:\/\/ or https:\/\//],
   ["URL with a path", { ORIGINS: JSON.stringify([{ name: "a", url: "https://a.example/app" }]) }, /must not have a path/],
   ["URL with credentials", { ORIGINS: JSON.stringify([{ name: "a", url: "https://u:p@a.example" }]) }, /credentials/],
-  ["timeout out of range", { ORIGINS: ok, ATTEMPT_TIMEOUT_MS: "0" }, /ATTEMPT_TIMEOUT_MS: 0 is out of range; expected 10 to 100000/],
-  ["timeout not a number", { ORIGINS: ok, ATTEMPT_TIMEOUT_MS: "6s" }, /ATTEMPT_TIMEOUT_MS: "6s" is not a whole number/],
-  ["rise out of range", { ORIGINS: ok, HEALTH_RISE: 0 }, /HEALTH_RISE: 0 is out of range/],
-  ["interval too small", { ORIGINS: ok, HEALTH_INTERVAL_MS: 1 }, /HEALTH_INTERVAL_MS: 1 is out of range/],
+  ["timeout out of range", { ORIGINS: ok, ATTEMPT_TIMEOUT_MS: "0" }, /ATTEMPT_TIMEOUT_MS: is out of range; expected 10 to 100000/],
+  ["timeout not a number", { ORIGINS: ok, ATTEMPT_TIMEOUT_MS: "6s" }, /ATTEMPT_TIMEOUT_MS: is not a whole number/],
+  ["rise out of range", { ORIGINS: ok, HEALTH_RISE: 0 }, /HEALTH_RISE: is out of range/],
+  ["interval too small", { ORIGINS: ok, HEALTH_INTERVAL_MS: 1 }, /HEALTH_INTERVAL_MS: is out of range/],
 ];
 
 for (const [name, vars, expected] of cases) {
@@ -37,6 +37,33 @@ for (const [name, vars, expected] of cases) {
         assert.equal(text.trim().split("\n").length, 1);
       }
       assert.equal(worker.events("config_error").length, 1, "logged once, not per request");
+    } finally {
+      await worker.dispose();
+    }
+  });
+}
+
+// A config error is read by every visitor: it names the setting and the
+// problem, and the value (a password in a URL, a secret's name) goes to
+// the Worker's log alone.
+const leaks = [
+  ["a password in an origin URL", { ORIGINS: JSON.stringify([{ name: "a", url: "https://admin:hunter2@a.example" }]) }, "ORIGINS[0].url", /credentials/],
+  ["a token in an origin URL's query", { ORIGINS: JSON.stringify([{ name: "a", url: "https://a.example/?key=hunter2" }]) }, "ORIGINS[0].url", /path, query/],
+  ["a bad STEERING", { ORIGINS: ok, STEERING: "hunter2" }, "STEERING", /is not accepted/],
+  ["ORIGINS that is not JSON", { ORIGINS: "[hunter2]" }, "ORIGINS", /is not valid JSON/],
+];
+for (const [name, vars, setting, problem] of leaks) {
+  test(`bad config shows no value: ${name}`, async () => {
+    const worker = await startWorker(vars);
+    try {
+      const res = await worker.fetch("/any/path");
+      assert.equal(res.status, 500);
+      const text = await res.text();
+      assert.ok(text.startsWith(`configuration error in ${setting}: `), text);
+      assert.match(text, problem);
+      assert.ok(!text.includes("hunter2"), `the response shows the value: ${text}`);
+      const [logged] = worker.events("config_error");
+      assert.ok(logged.value.includes("hunter2"), `the log lacks the value: ${JSON.stringify(logged)}`);
     } finally {
       await worker.dispose();
     }

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { route } from "../src/js/route.mjs";
+import { route, setsCookieFor } from "../src/js/route.mjs";
 
 const fixture = JSON.parse(readFileSync(new URL("./fixtures/route.json", import.meta.url), "utf8"));
 
@@ -30,5 +30,7 @@ test("every route matches Rust's", () => {
     assert.equal(got.intended, row.intended, what);
     assert.equal(got.setCookie, row.set_cookie, what);
     if (row.set_cookie === "unless_served_by") assert.equal(got.pinned, row.unless, what);
+    const cookieFor = fixture.names.map((_, s) => s).filter((s) => setsCookieFor(got, s, fixture.weights));
+    assert.deepEqual(cookieFor, row.cookie_for, what);
   }
 });

@@ -90,3 +90,23 @@ test("a bad SILENCE_MS answers 500 naming it", async (t) => {
     assert.match(await res.text(), /SILENCE_MS/);
   }
 });
+
+// The rule itself, on a simulated clock (silence.mjs has no timers of its
+// own): an attempt counts from the moment it is recorded, and one still on
+// the list past the attempt timeout (plus a margin) has lost its end and
+// never counts again.
+test("silence.mjs: an attempt outstanding past the attempt timeout never counts (a client that vanished)", async () => {
+  const { attemptStarted, attemptEnded, isSilent, LOST_AFTER_TIMEOUT_MS } = await import("../src/js/silence.mjs");
+  const origin = 7; // not an index any other test's Worker uses in this process
+  const timeoutMs = 1000;
+  const started = attemptStarted(origin, 10_000);
+  assert.equal(isSilent(origin, 300, timeoutMs, 10_200), false, "not yet SILENCE_MS");
+  assert.equal(isSilent(origin, 300, timeoutMs, 10_400), true, "outstanding past SILENCE_MS, nothing heard");
+  assert.equal(isSilent(origin, 300, timeoutMs, 10_000 + timeoutMs + LOST_AFTER_TIMEOUT_MS), true);
+  assert.equal(isSilent(origin, 300, timeoutMs, 10_001 + timeoutMs + LOST_AFTER_TIMEOUT_MS), false, "its end was lost: it no longer counts");
+  attemptEnded(origin, started, false, 20_000); // a late end of a let-go attempt is harmless
+  assert.equal(isSilent(origin, 300, timeoutMs, 20_001), false);
+  // A fresh attempt counts again from its own start.
+  attemptStarted(origin, 30_000);
+  assert.equal(isSilent(origin, 300, timeoutMs, 30_400), true);
+});

@@ -290,7 +290,7 @@ test("a hostile origin name never reaches a page: the config refuses it", async 
     const res = await worker.fetch("/__failover/status", { headers: { authorization: "Bearer t", accept: CHROME_ACCEPT } });
     assert.equal(res.status, 500);
     assert.match(res.headers.get("content-type"), /^text\/plain/);
-    assert.match(await res.text(), /^configuration error in ORIGINS: entry 0: name/);
+    assert.match(await res.text(), /^configuration error in ORIGINS\[0\]\.name: must be 1-64 characters/);
   } finally {
     await worker.dispose();
     await primary.stop();

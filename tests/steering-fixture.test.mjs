@@ -156,3 +156,31 @@ test("weight 0 is never first while an origin of weight above 0 is up", () => {
     }
   }
 });
+
+// A Cookie header is parsed in time linear in its length on the fast path
+// (Rust's split is linear by construction): counted as the characters
+// String.prototype.indexOf scans, not timed. A header of 120 KiB of ";"
+// once cost a fresh search for "=" per piece, ~7.5 billion characters.
+test("cookie parsing is linear: a 120 KiB header of ';' scans each character a bounded number of times", () => {
+  const header = `${";".repeat(120 * 1024)}x=1; __tf_affinity=forged; sid=abc`;
+  const original = String.prototype.indexOf;
+  let scanned = 0;
+  String.prototype.indexOf = function (needle, from = 0) {
+    const at = original.call(this, needle, from);
+    scanned += (at < 0 ? this.length : at) - Math.min(from, this.length);
+    return at;
+  };
+  let results;
+  try {
+    results = [
+      pinnedOrigin(header, ["a", "b"]),
+      hashKeyIn(header, "sid"),
+      pinnedOrigin(";".repeat(120 * 1024), ["a"]),
+      hashKeyIn("=".repeat(120 * 1024), "sid"),
+    ];
+  } finally {
+    String.prototype.indexOf = original;
+  }
+  assert.deepEqual(results, [undefined, "abc", undefined, undefined]);
+  assert.ok(scanned <= 4 * 4 * (header.length + 1), `${scanned} characters scanned for ${4 * header.length}`);
+});

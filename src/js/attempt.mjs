@@ -22,8 +22,9 @@ import { attemptEnded, attemptStarted, heard } from "./silence.mjs";
 // close), and a late answer's body is cancelled here. Without a signal,
 // nothing can cut a body that is still streaming.
 //
-// `origin` (its index) is recorded in silence.mjs: when the attempt
-// started, and whether response headers came before it ended.
+// `origin` (its index) is recorded in silence.mjs: when the request was
+// handed over whole (the timer's start), and whether response headers came
+// before the attempt ended.
 export function attempt_js(url, method, headers, body, streamedLength, timeoutMs, origin) {
   const init = { method, redirect: "manual" };
   if (headers !== undefined) {
@@ -36,16 +37,23 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
   }
   return new Promise((resolve) => {
     let settled = false;
-    const started = attemptStarted(origin, Date.now());
+    // The attempt counts toward silence (silence.mjs) only once the whole
+    // request, body included, is the origin's to answer: a client uploading
+    // slowly (or trickling on purpose) must not make a healthy origin look
+    // silent. `started` is undefined until then.
+    let started;
     const settle = (result) => {
       if (settled) return false;
       settled = true;
-      attemptEnded(origin, started, typeof result === "object", Date.now());
+      if (started !== undefined) attemptEnded(origin, started, typeof result === "object", Date.now());
+      else if (typeof result === "object") heard(origin, Date.now());
       resolve(result);
       return true;
     };
     let timer;
     const arm = () => {
+      if (settled) return;
+      started = attemptStarted(origin, Date.now());
       timer = setTimeout(settle, timeoutMs, TIMED_OUT);
     };
     if (streamedLength !== undefined) {
@@ -104,9 +112,41 @@ function failureOf(err) {
 // Re-wraps the origin's response so its headers can be changed: the body
 // stream is handed over as is, and passing the response itself as the init
 // keeps status, status text, headers and a WebSocket (101) attached.
+// X-Served-By and x-failover are the Worker's alone: an origin's own (a
+// replica behind another copy of this Worker, a forged one) never reaches
+// the client.
 export function served_by_js(res, origin, failedOver) {
   const out = new Response(res.body, res);
   out.headers.set("X-Served-By", origin);
   if (failedOver) out.headers.set("x-failover", origin);
+  else out.headers.delete("x-failover");
   return out;
+}
+
+// What ends a URL's authority, as a WHATWG parser reads http(s) URLs.
+const AUTHORITY_END = "/?#\\";
+
+// The headers an attempt carries (both paths; Rust through
+// src/js_bridge.rs): a copy of the client's, with X-Forwarded-Host (the
+// host the client asked for, its port included) and X-Forwarded-Proto
+// (http or https) set from the request URL, so the origin can build
+// absolute links to the public site; whatever the client sent under those
+// names is replaced, since only the Worker knows. With `accessId`, an
+// origin's Access service token replaces any the client sent. The client's
+// Host header still rides along (see attempt_js).
+export function forward_headers(client, requestUrl, accessId, accessSecret) {
+  const headers = new Headers(client);
+  const scheme = requestUrl.indexOf("://");
+  if (scheme > 0) {
+    let end = scheme + 3;
+    while (end < requestUrl.length && !AUTHORITY_END.includes(requestUrl[end])) end++;
+    const authority = requestUrl.slice(scheme + 3, end);
+    headers.set("x-forwarded-host", authority.slice(authority.lastIndexOf("@") + 1));
+    headers.set("x-forwarded-proto", requestUrl.slice(0, scheme).toLowerCase());
+  }
+  if (accessId !== undefined) {
+    headers.set("cf-access-client-id", accessId);
+    headers.set("cf-access-client-secret", accessSecret);
+  }
+  return headers;
 }

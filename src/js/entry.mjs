@@ -9,12 +9,12 @@
 // instance instead of failing forever. The health map is lost with it,
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
-import { attempt_js, served_by_js } from "./attempt.mjs";
+import { attempt_js, forward_headers, served_by_js } from "./attempt.mjs";
 import { answered, grant, lease, upstreamPath, upstreamUrl } from "./lease.mjs";
-import { route } from "./route.mjs";
+import { route, setsCookieFor } from "./route.mjs";
 import { isAnswer } from "./rules.mjs";
 import { isSilent } from "./silence.mjs";
-import { emitCookieFor, hashKeyIn, HASH } from "./steer.mjs";
+import { hashKeyIn, HASH } from "./steer.mjs";
 
 const initState = wasm.__worker_init_state();
 
@@ -86,8 +86,9 @@ function fastFetch(request, env, ctx) {
   if (url === undefined) return call(wasm.fetch, request, env, ctx);
   const { origin, name } = lease;
   // A silent origin (silence.mjs): the full path routes around it.
-  if (isSilent(origin, lease.silenceMs, now)) return call(wasm.fetch, request, env, ctx);
-  return attempt_js(url, request.method, request.headers, undefined, undefined, lease.timeoutMs, origin).then((result) => {
+  if (isSilent(origin, lease.silenceMs, lease.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
+  const headers = forward_headers(request.headers, request.url, undefined, undefined);
+  return attempt_js(url, request.method, headers, undefined, undefined, lease.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
       return served_by_js(result, name, origin !== 0);
@@ -105,7 +106,7 @@ function steeredFetch(request, env, ctx, steer, now) {
   const path = upstreamPath(request.url, request.method);
   if (path === undefined) return call(wasm.fetch, request, env, ctx);
   for (let i = 0; i < steer.names.length; i++) {
-    if (isSilent(i, lease.silenceMs, now)) return call(wasm.fetch, request, env, ctx);
+    if (isSilent(i, lease.silenceMs, lease.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
   }
   const headers = request.headers;
   const key = steer.policy === HASH ? hashKeyIn(headers.get(steer.hashHeader), steer.hashCookie) : undefined;
@@ -114,20 +115,15 @@ function steeredFetch(request, env, ctx, steer, now) {
   const plan = route(steer, key, cookies, random);
   const origin = plan.order[0];
   if (steer.healthy[origin] !== true) return call(wasm.fetch, request, env, ctx);
+  // The origin's service token, if any, replaces any the client sent.
   const token = steer.access[origin];
-  let sent = headers;
-  if (token !== null) {
-    // The origin's service token replaces any the client sent.
-    sent = new Headers(headers);
-    sent.set("cf-access-client-id", token.id);
-    sent.set("cf-access-client-secret", token.secret);
-  }
+  const sent = token === null ? forward_headers(headers, request.url) : forward_headers(headers, request.url, token.id, token.secret);
   const url = steer.bases[origin] + path;
   return attempt_js(url, request.method, sent, undefined, undefined, lease.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
       const out = served_by_js(result, steer.names[origin], origin !== plan.intended);
-      if (steer.cookies !== undefined && emitCookieFor(plan, origin)) {
+      if (steer.cookies !== undefined && setsCookieFor(plan, origin, steer.weights)) {
         const secure = request.url.startsWith("https:") ? "; Secure" : "";
         out.headers.append("set-cookie", steer.cookies[origin] + secure);
       }

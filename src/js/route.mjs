@@ -4,15 +4,19 @@
 // which tests/fixtures/steering.json holds to Rust bit for bit. `steer` is
 // the lease's `steer` object (src/fast.rs `steering`; `allUp` is added by
 // lease.mjs's grant).
-import { AFFINITY_COOKIE, attemptOrder, pinnedOrigin, SET_COOKIE_NEVER, withAffinity } from "./steer.mjs";
+import { AFFINITY_COOKIE, attemptOrder, emitCookieFor, mayPin, pinnedOrigin, SET_COOKIE_NEVER, withAffinity } from "./steer.mjs";
 
-// { order, intended, setCookie, pinned }, as Rust's `Route`. Per request on
-// the fast path, so it allocates only when it must reorder.
+// { order, intended, setCookie, pinned, weightedUp }, as Rust's `Route`.
+// Per request on the fast path, so it allocates only when it must reorder.
 export function route(steer, key, cookieHeader, random) {
   const { policy, names, weights, healthy } = steer;
   const policyOrder = attemptOrder(policy, names, weights, healthy, key, random);
   const affinity = steer.affinity === AFFINITY_COOKIE;
-  const pinned = affinity ? pinnedOrigin(cookieHeader, steer.tokens) : undefined;
+  let weightedUp = false;
+  for (let i = 0; i < weights.length; i++) if (weights[i] > 0 && healthy[i] === true) weightedUp = true;
+  let pinned = affinity ? pinnedOrigin(cookieHeader, steer.tokens) : undefined;
+  // A weight-0 backup is a pin only while no weighted origin is up.
+  if (pinned !== undefined && pinned !== null && !mayPin(weights[pinned], weightedUp)) pinned = undefined;
   let meant = pinned;
   if (meant === undefined || meant === null) {
     // With every origin up, the order health aside is the order itself.
@@ -29,5 +33,12 @@ export function route(steer, key, cookieHeader, random) {
     order.splice(order.indexOf(meant), 1);
     order.unshift(meant);
   }
-  return { order, intended: meant ?? order[0], setCookie: plan.setCookie, pinned: plan.pinned };
+  return { order, intended: meant ?? order[0], setCookie: plan.setCookie, pinned: plan.pinned, weightedUp };
+}
+
+// Whether the response served by origin `served` sets the affinity cookie
+// (Rust's `Route::sets_cookie_for`): never to a weight-0 backup while a
+// weighted origin is up.
+export function setsCookieFor(plan, served, weights) {
+  return emitCookieFor(plan, served) && mayPin(weights[served], plan.weightedUp);
 }

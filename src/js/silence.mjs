@@ -1,4 +1,5 @@
-// Silence: an origin that has had an attempt outstanding for longer than
+// Silence: an origin that has had an attempt outstanding (its request handed
+// over whole, body included; see attempt.mjs) for longer than
 // SILENCE_MS, and has sent no response headers to anyone since that attempt
 // began, is skipped by new requests (as if down, with x-failover) instead
 // of each of them waiting out the attempt timeout. A routing hint, not a
@@ -36,15 +37,22 @@ export function heard(origin, now) {
   heardAt[origin] = now;
 }
 
-export function isSilent(origin, silenceMs, now) {
+// An attempt still on the list this long after the attempt timeout
+// (`timeoutMs`) should have ended: its end was lost (a request the runtime
+// dropped with its client). It never counts, and it is let go.
+export const LOST_AFTER_TIMEOUT_MS = 1000;
+
+export function isSilent(origin, silenceMs, timeoutMs, now) {
   if (!(silenceMs > 0)) return false;
   const list = outstanding[origin];
-  if (list === undefined || list.length === 0) return false;
+  if (list === undefined) return false;
+  while (list.length > 0 && now - list[0] > timeoutMs + LOST_AFTER_TIMEOUT_MS) list.shift();
+  if (list.length === 0) return false;
   const oldest = list[0];
   return now - oldest > silenceMs && !(heardAt[origin] >= oldest);
 }
 
 // For Rust (wasm-bindgen import): the same question at the current time.
-export function is_silent(origin, silenceMs) {
-  return isSilent(origin, silenceMs, Date.now());
+export function is_silent(origin, silenceMs, timeoutMs) {
+  return isSilent(origin, silenceMs, timeoutMs, Date.now());
 }

@@ -255,12 +255,16 @@ function trimSpTab(s) {
 
 // Calls visit(name, value) for each name=value pair of a Cookie header, in
 // order, until it returns something other than undefined; returns that.
+// Linear in the header's length: the next "=" is searched for again only
+// once the pieces have passed it (a header of 100 KB of ";" would make a
+// fresh search per piece quadratic).
 function eachCookie(header, visit) {
   let start = 0;
+  let eq = header.indexOf("=");
   for (;;) {
     let end = header.indexOf(";", start);
     if (end < 0) end = header.length;
-    const eq = header.indexOf("=", start);
+    if (eq >= 0 && eq < start) eq = header.indexOf("=", start);
     if (eq >= 0 && eq < end) {
       const name = trimSpTab(header.slice(start, eq));
       let value = trimSpTab(header.slice(eq + 1, end));
@@ -317,6 +321,13 @@ export function withAffinity(mode, failover, pinned, pinnedHealthy, policyOrder)
   const order = [pin];
   for (const i of policyOrder) if (i !== pin) order.push(i);
   return { order, setCookie, pinned: pin };
+}
+
+// Whether an origin of this weight may be honoured as a pin, or pinned to
+// (Rust's `affinity::may_pin`): a weight-0 backup only while no origin of
+// weight > 0 is up.
+export function mayPin(weight, weightedUp) {
+  return weight > 0 || !weightedUp;
 }
 
 // Whether the response served by origin `served` sets the cookie.

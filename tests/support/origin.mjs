@@ -8,13 +8,19 @@ import { WebSocketServer } from "ws";
 // "hang" never answers; "cut" sends headers and half the body, then resets;
 // "slow" streams the body in chunks over ~600 ms; { status, location }
 // answers that status with that Location and no body (a redirect, such as
-// Cloudflare Access's to its login page). `healthModes`, when not empty,
-// gives the mode of each next /health request in turn.
+// Cloudflare Access's to its login page); { status, headers, body } answers
+// exactly that (an app's own error page, a 503 with Retry-After).
+// `healthModes`, when not empty, gives the mode of each next /health
+// request in turn; `pathModes[path]`, when set, is the mode for that path
+// alone (one broken page of a healthy app). `extraHeaders` are added to
+// every "ok" answer (an origin that sends headers it should not).
 export async function startOrigin(name, { port = 0 } = {}) {
   const origin = {
     name,
     mode: "ok",
     healthModes: [],
+    pathModes: {},
+    extraHeaders: {},
     requests: [],
     server: null,
     port,
@@ -31,7 +37,8 @@ export async function startOrigin(name, { port = 0 } = {}) {
       });
     },
     async start() {
-      this.server = http.createServer((req, res) => handle(this, req, res));
+      // Headers up to the platform's 128 KB limit reach it (Node's own is 16 KB).
+      this.server = http.createServer({ maxHeaderSize: 256 * 1024 }, (req, res) => handle(this, req, res));
       const wss = new WebSocketServer({ noServer: true });
       this.server.on("upgrade", (req, socket, head) => {
         this.requests.push({ method: req.method, path: req.url, headers: req.headers, upgrade: true });
@@ -75,8 +82,16 @@ function handle(origin, req, res) {
 }
 
 function respond(origin, record, res) {
-  const mode = record.path === "/health" && origin.healthModes.length > 0 ? origin.healthModes.shift() : origin.mode;
+  const mode =
+    record.path === "/health" && origin.healthModes.length > 0
+      ? origin.healthModes.shift()
+      : (origin.pathModes[record.path] ?? origin.mode);
   if (mode === "hang") return; // never answer; the Worker's timeout must fire
+  if (typeof mode === "object" && mode !== null && mode.headers !== undefined) {
+    res.writeHead(mode.status, { "x-origin": origin.name, ...mode.headers });
+    res.end(mode.body);
+    return;
+  }
   if (typeof mode === "object" && mode !== null) {
     res.writeHead(mode.status, { location: mode.location, "x-origin": origin.name });
     res.end();
@@ -111,6 +126,7 @@ function respond(origin, record, res) {
     "content-type": "application/json",
     "x-origin": origin.name,
     "set-cookie": ["a=1; Path=/", "b=2; Path=/"],
+    ...origin.extraHeaders,
   });
   res.end(record.method === "HEAD" ? undefined : echo);
 }

@@ -22,10 +22,10 @@ pub use crate::config::{Affinity, AffinityFailover, AffinityMode};
 /// The cookie's name.
 pub const COOKIE_NAME: &str = "__tf_affinity";
 
-const FNV64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+pub(crate) const FNV64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV64_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-fn fnv1a64(mut h: u64, bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a64(mut h: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(FNV64_PRIME);
@@ -34,7 +34,7 @@ fn fnv1a64(mut h: u64, bytes: &[u8]) -> u64 {
 }
 
 /// MurmurHash3's 64-bit finaliser, so tokens of similar names look unrelated.
-fn fmix64(mut h: u64) -> u64 {
+pub(crate) fn fmix64(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
@@ -124,6 +124,14 @@ pub fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
 pub fn set_cookie(value: &str, ttl_s: u32, secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
     format!("{COOKIE_NAME}={value}; Path=/; Max-Age={ttl_s}; HttpOnly; SameSite=Lax{secure}")
+}
+
+/// Whether an origin of this weight may be honoured as a pin, or pinned
+/// to: a weight-0 origin is a backup ("never chosen while another origin
+/// is up"), so only while no origin of weight > 0 is up (`weighted_up`).
+/// The JS twin is `mayPin` in src/js/steer.mjs.
+pub fn may_pin(weight: u32, weighted_up: bool) -> bool {
+    weight > 0 || !weighted_up
 }
 
 /// Whether the response carries a `Set-Cookie` naming the origin that

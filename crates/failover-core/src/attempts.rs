@@ -19,6 +19,12 @@ pub enum AfterFailure {
     PassThrough,
     /// Answer with this status and one-line text; it names no origin URL.
     GiveUp { status: u16, message: &'static str },
+    /// No origin is left to try, and this one answered with an HTTP 5xx of
+    /// its own (the last such answer in the walk): the client gets that
+    /// answer as the app sent it (its JSON error, its 503 maintenance page
+    /// with `Retry-After`), not an error of ours. The shell keeps the
+    /// response of every attempt whose failure `keeps_answer`.
+    AppAnswer(usize),
 }
 
 /// The state of one request's attempts.
@@ -30,6 +36,8 @@ pub struct Attempts {
     all_timed_out: bool,
     all_access_login: bool,
     method: String,
+    /// The origin whose HTTP 5xx of its own came last, if any.
+    app_answer: Option<usize>,
 }
 
 impl Attempts {
@@ -43,6 +51,7 @@ impl Attempts {
             all_timed_out: true,
             all_access_login: true,
             method: method.to_string(),
+            app_answer: None,
         }
     }
 
@@ -55,8 +64,21 @@ impl Attempts {
         first
     }
 
-    /// Decides what follows a failed attempt.
+    /// Whether the shell must keep the failed attempt's response: an HTTP
+    /// 5xx the app made may yet be the client's answer (`AppAnswer`).
+    pub fn keeps_answer(failure: Failure) -> bool {
+        failure.is_app_error()
+    }
+
+    /// Decides what follows a failed attempt (against the origin `first`
+    /// or the last `TryOrigin` named).
     pub fn after_failure(&mut self, failure: Failure) -> AfterFailure {
+        if Attempts::keeps_answer(failure) {
+            self.app_answer = self
+                .next
+                .checked_sub(1)
+                .and_then(|i| self.order.get(i).copied());
+        }
         self.all_timed_out &= failure == Failure::Timeout;
         self.all_access_login &= failure == Failure::AccessLogin;
         if !may_try_next(&self.method, self.body, failure) {
@@ -78,25 +100,32 @@ impl Attempts {
                 },
             };
         }
-        match self.order.get(self.next).copied() {
-            Some(origin) => {
-                self.next += 1;
-                AfterFailure::TryOrigin(origin)
-            }
-            None if self.all_timed_out => AfterFailure::GiveUp {
+        if let Some(origin) = self.order.get(self.next).copied() {
+            self.next += 1;
+            return AfterFailure::TryOrigin(origin);
+        }
+        // An app's own error page beats an error of ours, whatever the other
+        // origins did.
+        if let Some(origin) = self.app_answer {
+            return AfterFailure::AppAnswer(origin);
+        }
+        if self.all_timed_out {
+            return AfterFailure::GiveUp {
                 status: 504,
                 message: "no origin answered in time",
-            },
-            // Every origin sent us to Access: a configuration fault worth
-            // naming (the same token is usually set for all of them).
-            None if self.all_access_login => AfterFailure::GiveUp {
+            };
+        }
+        // Every origin sent us to Access: a configuration fault worth
+        // naming (the same token is usually set for all of them).
+        if self.all_access_login {
+            return AfterFailure::GiveUp {
                 status: 502,
                 message: ACCESS_LOGIN_MESSAGE,
-            },
-            None => AfterFailure::GiveUp {
-                status: 502,
-                message: "no origin is available",
-            },
+            };
+        }
+        AfterFailure::GiveUp {
+            status: 502,
+            message: "no origin is available",
         }
     }
 
@@ -119,7 +148,7 @@ mod tests {
         let mut a = Attempts::new(vec![0, 1, 2], "GET", BodyPlan::Empty);
         assert_eq!(a.first(), Some(0));
         assert_eq!(
-            a.after_failure(Failure::Status(503)),
+            a.after_failure(Failure::Status(530)),
             AfterFailure::TryOrigin(1)
         );
         assert_eq!(
@@ -128,6 +157,59 @@ mod tests {
         );
         assert!(give_up(502)(&a.after_failure(Failure::Network)));
         assert_eq!(a.started(), 3);
+    }
+
+    #[test]
+    fn every_origin_erring_gives_the_last_apps_own_answer() {
+        let mut a = Attempts::new(vec![2, 0, 1], "GET", BodyPlan::Empty);
+        assert_eq!(a.first(), Some(2));
+        assert_eq!(
+            a.after_failure(Failure::Status(500)),
+            AfterFailure::TryOrigin(0)
+        );
+        assert_eq!(
+            a.after_failure(Failure::Status(503)),
+            AfterFailure::TryOrigin(1)
+        );
+        assert_eq!(
+            a.after_failure(Failure::Status(500)),
+            AfterFailure::AppAnswer(1)
+        );
+    }
+
+    #[test]
+    fn an_apps_answer_beats_our_error_whatever_came_after() {
+        // Cloudflare's own 52x/530, timeouts and refusals are not answers
+        // of the app: the one app 5xx in the walk is.
+        for last in [
+            Failure::Status(530),
+            Failure::Status(522),
+            Failure::Timeout,
+            Failure::Refused,
+            Failure::AccessLogin,
+        ] {
+            let mut a = Attempts::new(vec![0, 1], "GET", BodyPlan::Empty);
+            a.first();
+            assert_eq!(
+                a.after_failure(Failure::Status(502)),
+                AfterFailure::TryOrigin(1)
+            );
+            assert_eq!(a.after_failure(last), AfterFailure::AppAnswer(0), "{last}");
+        }
+    }
+
+    #[test]
+    fn only_cloudflares_errors_give_our_502() {
+        let mut a = Attempts::new(vec![0, 1], "GET", BodyPlan::Empty);
+        a.first();
+        assert_eq!(
+            a.after_failure(Failure::Status(530)),
+            AfterFailure::TryOrigin(1)
+        );
+        assert!(give_up(502)(&a.after_failure(Failure::Status(521))));
+        assert!(!Attempts::keeps_answer(Failure::Status(530)));
+        assert!(Attempts::keeps_answer(Failure::Status(500)));
+        assert!(Attempts::keeps_answer(Failure::Status(502)));
     }
 
     #[test]
@@ -183,7 +265,13 @@ mod tests {
     fn single_origin() {
         let mut a = Attempts::new(vec![0], "GET", BodyPlan::Empty);
         assert_eq!(a.first(), Some(0));
-        assert!(give_up(502)(&a.after_failure(Failure::Status(502))));
+        assert!(give_up(502)(&a.after_failure(Failure::Status(520))));
+        let mut a = Attempts::new(vec![0], "GET", BodyPlan::Empty);
+        a.first();
+        assert_eq!(
+            a.after_failure(Failure::Status(502)),
+            AfterFailure::AppAnswer(0)
+        );
     }
 
     #[test]

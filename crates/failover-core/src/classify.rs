@@ -40,6 +40,17 @@ impl Failure {
         )
     }
 
+    /// True for an HTTP 5xx the app (or a connector in front of it)
+    /// generated, as opposed to Cloudflare's own origin errors (520-527)
+    /// and a Tunnel with no connector (530). Such an answer fails the
+    /// attempt over, but it is one page's answer, not a verdict on the
+    /// origin: a bad query or a bug in one handler must not let any client
+    /// mark every origin down. Only a health probe that agrees does
+    /// (`HealthMap::record_confirmation`).
+    pub fn is_app_error(self) -> bool {
+        matches!(self, Failure::Status(code) if !is_cloudflare_status(code))
+    }
+
     /// A short stable label for logs and the status endpoint.
     pub fn label(self) -> String {
         match self {
@@ -56,6 +67,14 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.label())
     }
+}
+
+/// Cloudflare's own answers about an origin it could not use: 520-527
+/// (origin errors: refused, unreachable, timed out, TLS) and 530 (a Tunnel
+/// with no connector, error 1033). They are evidence about the connection,
+/// not about one page.
+pub fn is_cloudflare_status(status: u16) -> bool {
+    matches!(status, 520..=527 | 530)
 }
 
 /// Classifies a response status. Every 5xx is a failure, which covers
@@ -92,8 +111,15 @@ pub fn classify_response(status: u16, location: Option<&str>) -> Option<Failure>
 /// The domain under which Cloudflare Access serves every team's login page.
 const ACCESS_LOGIN_DOMAIN: &str = ".cloudflareaccess.com";
 
-/// Whether `location` is an absolute URL (any scheme, any path) on an Access
-/// login host, `<team>.cloudflareaccess.com`. The host is the authority
+/// The path under which Access serves its login page on a team's domain.
+/// Nothing else there means "Access turned the request away": the team
+/// root, `/cdn-cgi/access/logout` (where an app behind Access sends a user
+/// after `POST /logout`) and any other path are the app's own redirects.
+const ACCESS_LOGIN_PATH: &str = "/cdn-cgi/access/login";
+
+/// Whether `location` is an absolute URL (any scheme) to the login page
+/// of an Access team domain, `<team>.cloudflareaccess.com`, whose path
+/// begins with `/cdn-cgi/access/login`. The host is the authority
 /// after a valid `scheme://`, less any userinfo and port, so a look-alike
 /// elsewhere is not one: in the path or query
 /// (`https://evil.example/?x=.cloudflareaccess.com`, or a relative
@@ -130,9 +156,23 @@ pub fn is_access_login(location: &str) -> bool {
         _ => host_port,
     };
     let host = host.to_ascii_lowercase();
-    host.strip_suffix(ACCESS_LOGIN_DOMAIN).is_some_and(|team| {
+    let team_host = host.strip_suffix(ACCESS_LOGIN_DOMAIN).is_some_and(|team| {
         !team.is_empty() && team.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    })
+    });
+    team_host && path_of(location, authority).starts_with(ACCESS_LOGIN_PATH)
+}
+
+/// The path of an absolute URL whose authority is `authority`: what
+/// follows it up to `?` or `#`, with `\` read as `/` as a WHATWG parser
+/// reads it for http(s). Dot segments and percent escapes are left as they
+/// are (Access writes its login path plainly).
+fn path_of(url: &str, authority: &str) -> String {
+    let rest = url
+        .find("://")
+        .and_then(|i| url.get(i + 3 + authority.len()..))
+        .unwrap_or("");
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    rest[..end].replace('\\', "/")
 }
 
 /// Classifies the error a runtime's `fetch` threw. Only errors that name a

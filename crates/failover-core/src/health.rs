@@ -38,6 +38,10 @@ pub struct OriginHealth {
     last_evidence_ms: u64,
     colo: Option<SharedVerdict>,
     global: Option<SharedVerdict>,
+    /// When the last confirmation probe (an app's own 5xx, asking whether
+    /// the origin is down) started, and whether it is still out.
+    confirm_started_ms: Option<u64>,
+    confirm_in_flight: bool,
 }
 
 impl OriginHealth {
@@ -82,6 +86,11 @@ impl OriginHealth {
 /// a probe silent for this long was cancelled with its task.
 pub const PROBE_LOST_MS: u64 = 120_000;
 
+/// At most one confirmation probe per origin per this long: a client that
+/// asks for a page the app answers with a 500, as fast as it can, makes
+/// the isolate probe the origin once a second, not once per request.
+pub const CONFIRM_EVERY_MS: u64 = 1_000;
+
 /// Health of every origin, as seen by one isolate.
 #[derive(Clone, Debug)]
 pub struct HealthMap {
@@ -105,6 +114,8 @@ impl HealthMap {
             last_evidence_ms: 0,
             colo: None,
             global: None,
+            confirm_started_ms: None,
+            confirm_in_flight: false,
         };
         HealthMap {
             origins: vec![fresh; origin_count],
@@ -234,6 +245,51 @@ impl HealthMap {
             reason,
             source: Source::Local,
         })
+    }
+
+    /// An app answered a client with a 5xx of its own
+    /// (`Failure::is_app_error`): one page's answer, not yet a verdict.
+    /// True when a confirmation probe of the origin's health path should be
+    /// sent now: the origin is up (a down one is probed on its schedule),
+    /// no confirmation is out (one presumed lost after `PROBE_LOST_MS`
+    /// does not count) and none started in the last `CONFIRM_EVERY_MS`.
+    /// Every true must be answered with `record_confirmation`.
+    pub fn take_confirmation(&mut self, origin: usize, now_ms: u64) -> bool {
+        let Some(entry) = self.origins.get_mut(origin) else {
+            return false;
+        };
+        let since = entry
+            .confirm_started_ms
+            .map(|started| now_ms.saturating_sub(started));
+        let out = entry.confirm_in_flight && since.is_some_and(|s| s < PROBE_LOST_MS);
+        let recent = since.is_some_and(|s| s < CONFIRM_EVERY_MS);
+        if !entry.streak.is_up() || out || recent {
+            return false;
+        }
+        entry.confirm_started_ms = Some(now_ms);
+        entry.confirm_in_flight = true;
+        true
+    }
+
+    /// Records a confirmation probe's result (`None`: healthy). A probe
+    /// that agrees with the app's `app_error` marks the origin down at once,
+    /// as a failed attempt would; a healthy one is evidence that it is up.
+    pub fn record_confirmation(
+        &mut self,
+        origin: usize,
+        app_error: Failure,
+        probe: Option<Failure>,
+        now_ms: u64,
+    ) -> Option<Transition> {
+        let entry = self.origins.get_mut(origin)?;
+        entry.confirm_in_flight = false;
+        let Some(probe) = probe else {
+            entry.last_evidence_ms = entry.last_evidence_ms.max(now_ms);
+            return None;
+        };
+        let mut change = self.record_failure(origin, probe, now_ms)?;
+        change.reason = format!("{app_error} from the app, then the probe: {probe}");
+        Some(change)
     }
 
     /// Considers a verdict shared by another isolate (`Colo`) or the global

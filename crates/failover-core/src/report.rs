@@ -59,7 +59,6 @@ pub fn attempt_failed(
     .to_string()
 }
 
-/// `{"event":"config_error",...}`: logged once per isolate.
 /// `{"event":"instance_ready",...}`: a Wasm instance has its config and is
 /// serving; one line per instance (isolate start, or after a panic's reset).
 pub fn instance_ready(config: &WorkerConfig) -> String {
@@ -71,8 +70,10 @@ pub fn instance_ready(config: &WorkerConfig) -> String {
     .to_string()
 }
 
-pub fn config_error(problem: &str) -> String {
-    json!({ "event": "config_error", "error": problem }).to_string()
+/// `{"event":"config_error",...}`: logged once per isolate, with the
+/// offending value, which the response to visitors never shows.
+pub fn config_error(problem: &str, value: Option<&str>) -> String {
+    json!({ "event": "config_error", "error": problem, "value": value }).to_string()
 }
 
 fn view(v: SharedVerdict) -> Value {
@@ -279,7 +280,8 @@ mod tests {
         .expect("json");
         assert_eq!(line["failure"], "refused");
         assert_eq!(line["next"], "try replica");
-        let line: Value = serde_json::from_str(&config_error("bad \"x\"")).expect("json");
+        let line: Value =
+            serde_json::from_str(&config_error("bad \"x\"", Some("\"x\""))).expect("json");
         assert_eq!(line["error"], "bad \"x\"");
     }
 }

@@ -18,8 +18,26 @@ pub struct Route {
     pub intended: usize,
     /// Whether to (re)write the affinity cookie for the origin that serves.
     pub set_cookie: SetCookie,
-    /// The origin a valid affinity cookie names, if any.
+    /// The origin a valid affinity cookie names, if any (a weight-0 one
+    /// only while no origin of weight > 0 is up).
     pub pinned: Option<usize>,
+    /// Whether some origin of weight > 0 is up: then a weight-0 origin is
+    /// neither honoured as a pin nor pinned to (`sets_cookie_for`).
+    pub weighted_up: bool,
+}
+
+impl Route {
+    /// Whether the response `served` by that origin sets the affinity
+    /// cookie to it. Never to a weight-0 origin while a weighted one is up:
+    /// a backup that served one request during a failed attempt must not
+    /// keep the client for `AFFINITY_TTL_S`.
+    pub fn sets_cookie_for(&self, config: &WorkerConfig, served: usize) -> bool {
+        self.set_cookie.emit_for(served)
+            && config
+                .origins
+                .get(served)
+                .is_some_and(|o| affinity::may_pin(o.weight, self.weighted_up))
+    }
 }
 
 /// The route for a request. `key` is its hash key (or None), `cookie_header`
@@ -33,10 +51,21 @@ pub fn route(
     random: f64,
 ) -> Route {
     let policy_order = attempt_order(config.steering, &config.candidates(&is_up), key, random);
+    let weighted_up = config
+        .origins
+        .iter()
+        .enumerate()
+        .any(|(i, o)| o.weight > 0 && is_up(i));
     let pinned = match config.affinity.mode {
         AffinityMode::Cookie => affinity::pinned_origin(config, cookie_header),
         AffinityMode::Off => None,
-    };
+    }
+    .filter(|&p| {
+        config
+            .origins
+            .get(p)
+            .is_some_and(|o| affinity::may_pin(o.weight, weighted_up))
+    });
     let meant = pinned.or_else(|| {
         attempt_order(config.steering, &config.candidates(|_| true), key, random)
             .first()
@@ -62,6 +91,7 @@ pub fn route(
         order,
         set_cookie: plan.set_cookie,
         pinned,
+        weighted_up,
     }
 }
 

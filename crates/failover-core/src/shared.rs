@@ -8,7 +8,37 @@
 //! last confirmed; ms since the epoch); a map from the global checker is one
 //! `name state since confirmed` line per origin.
 
+use crate::affinity::{fmix64, fnv1a64, FNV64_OFFSET};
+use crate::config::Origin;
 use crate::streak::Verdict;
+
+/// The Cache API key of an origin's colo verdict. Isolates of every Worker
+/// in a zone share `caches.default`, so the key carries a hash of what the
+/// verdict is about, not just the origin's name: `primary` in a staging
+/// Worker and `primary` in production are different origins and never
+/// read each other's verdicts. Two Workers that define an origin exactly
+/// alike (URL, health path and expectation, Access client id) do share,
+/// rightly: their probes would see the same thing.
+pub fn colo_key(origin: &Origin) -> String {
+    let mut h = fnv1a64(FNV64_OFFSET, b"tunnel-failover colo v1\0");
+    let access_id = origin.access.as_ref().map_or("", |t| t.client_id.as_str());
+    let expect = origin.health_expect.describe();
+    for part in [
+        origin.name.as_str(),
+        origin.base.as_str(),
+        origin.health_path.as_str(),
+        expect.as_str(),
+        access_id,
+    ] {
+        h = fnv1a64(h, part.as_bytes());
+        h = fnv1a64(h, b"\0");
+    }
+    format!(
+        "https://tunnel-failover.internal/health/{}/{:016x}",
+        origin.name,
+        fmix64(h)
+    )
+}
 
 /// Where a verdict came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +176,30 @@ impl Cadence {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn origins(json: &str) -> Vec<Origin> {
+        crate::config::WorkerConfig::from_vars(|k| (k == "ORIGINS").then(|| json.to_string()))
+            .unwrap()
+            .origins
+    }
+
+    #[test]
+    fn colo_keys_belong_to_a_deployment_not_a_name() {
+        let staging = origins(r#"[{"name":"primary","url":"https://staging-a.example"}]"#);
+        let production = origins(r#"[{"name":"primary","url":"https://a.example"}]"#);
+        let other_path =
+            origins(r#"[{"name":"primary","url":"https://a.example","health_path":"/up"}]"#);
+        let twin = origins(r#"[{"name":"primary","url":"https://A.example/"}]"#);
+        let key = colo_key(&production[0]);
+        assert_ne!(colo_key(&staging[0]), key);
+        assert_ne!(colo_key(&other_path[0]), key);
+        assert_eq!(
+            colo_key(&twin[0]),
+            key,
+            "the same origin, written differently"
+        );
+        assert!(key.starts_with("https://tunnel-failover.internal/health/primary/"));
+    }
 
     fn v(verdict: Verdict, since_ms: u64, confirmed_ms: u64) -> SharedVerdict {
         SharedVerdict {
