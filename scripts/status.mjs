@@ -5,7 +5,7 @@
 //   node scripts/status.mjs https://www.example.com --token "$TOKEN"   (a bare host means the default STATUS_PATH)
 //
 // Fetches the JSON and prints the table the status page shows in a browser
-// (crates/failover-core/src/status_page.rs): the same columns, cells and time
+// (crates/failover-core/src/edge/report/page.rs): the same columns, cells and time
 // formats, which tests/status.test.mjs checks cell by cell. Exits 1 with one
 // line on stderr when the answer is not a status document (401, an error,
 // a network failure, anything but JSON), 2 on a usage error. Plain Node 20+,
@@ -20,7 +20,7 @@ const MAX_BODY_BYTES = 1024 * 1024;
 
 export const COLUMNS = ["Origin", "State", "Since", "Last error", "Colo view", "Global view"];
 
-// status_page.rs::table: { nowMs, about, rows (cells of lines), settings }.
+// edge/report/page.rs::table: { nowMs, about, rows (cells of lines), settings }.
 export function statusTable(doc) {
   const now = ms(doc?.now_ms);
   const rise = ms(doc?.health_rise);

@@ -4,7 +4,7 @@
 //! (`access_client_secret_var`); it is never logged, shown in the status
 //! endpoint or put in a response.
 
-use failover_core::config::Origin;
+use failover_core::edge::config::Origin;
 use worker::web_sys;
 
 use crate::js_bridge;

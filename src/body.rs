@@ -1,13 +1,13 @@
 //! The request body, held for replay or streamed once (see
-//! `failover_core::replay::BodyPlan`). A buffered body stays a JS
+//! `failover_core::edge::replay::BodyPlan`). A buffered body stays a JS
 //! `ArrayBuffer`: it never crosses into Wasm memory. Held bodies count
-//! against the isolate's replay budget (`failover_core::budget`) until the
+//! against the isolate's replay budget (`failover_core::edge::budget`) until the
 //! request ends, whichever way it ends.
 
 use std::rc::Rc;
 
-use failover_core::replay::BodyPlan;
-use failover_core::report;
+use failover_core::edge::replay::BodyPlan;
+use failover_core::edge::report;
 use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::web_sys;

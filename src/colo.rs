@@ -8,8 +8,8 @@
 
 use std::rc::Rc;
 
-use failover_core::report;
-use failover_core::shared::{SharedVerdict, Source};
+use failover_core::edge::report;
+use failover_core::edge::shared::{SharedVerdict, Source};
 use futures_util::future::join_all;
 use worker::{Cache, Context, Headers, Response};
 

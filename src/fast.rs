@@ -8,10 +8,11 @@
 //! shared-health reads, a failed attempt. `make bench` measured the two Wasm
 //! calls per request this replaces at about 3% of throughput.
 
-use failover_core::affinity;
-use failover_core::config::{AffinityMode, Origin, WorkerConfig};
-use failover_core::health::HealthMap;
-use failover_core::steering::Policy;
+use failover_core::edge::affinity;
+use failover_core::edge::affinity::AffinityMode;
+use failover_core::edge::config::{Origin, WorkerConfig};
+use failover_core::edge::health::HealthMap;
+use failover_core::edge::steering::Policy;
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
 use worker::{js_sys, web_sys, Context, Env};
@@ -115,7 +116,7 @@ fn steering(config: &WorkerConfig, health: &HealthMap) -> JsValue {
         .collect();
     let affinity_on = config.affinity.mode == AffinityMode::Cookie;
     let tokens = if affinity_on {
-        affinity::tokens(config)
+        affinity::tokens(&config.origins)
             .iter()
             .map(|t| JsValue::from_str(t))
             .collect::<js_sys::Array>()
@@ -126,7 +127,7 @@ fn steering(config: &WorkerConfig, health: &HealthMap) -> JsValue {
     let cookies = if affinity_on {
         (0..config.origins.len())
             .map(|i| {
-                let value = affinity::cookie_value(config, i);
+                let value = affinity::cookie_value(&config.origins, i);
                 JsValue::from_str(&affinity::set_cookie(&value, config.affinity.ttl_s, false))
             })
             .collect::<js_sys::Array>()

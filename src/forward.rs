@@ -2,11 +2,11 @@
 //! timeout for its response headers. The body is not timed: once the origin
 //! has answered, a slow body streams through to the client.
 
-use failover_core::classify::{
+use failover_core::edge::classify::{
     classify_fetch_error, classify_response, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
 };
-use failover_core::config::Origin;
-use failover_core::target::probe_url;
+use failover_core::edge::config::Origin;
+use failover_core::edge::target::probe_url;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, web_sys};

@@ -11,10 +11,10 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use failover_core::config::WorkerConfig;
-use failover_core::health::HealthMap;
-use failover_core::report;
-use failover_core::shared::{decode_map, encode_map, Source};
+use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::health::HealthMap;
+use failover_core::edge::report;
+use failover_core::edge::shared::{decode_map, encode_map, Source};
 use futures_util::future::join_all;
 use worker::{durable_object, Context, DurableObject, Env, Request, Response, Result, State};
 

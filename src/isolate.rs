@@ -4,11 +4,11 @@
 use std::cell::{Cell, Ref, RefCell};
 use std::rc::Rc;
 
-use failover_core::budget::ReplayBudget;
-use failover_core::config::WorkerConfig;
-use failover_core::health::HealthMap;
-use failover_core::report;
-use failover_core::shared::{colo_key, colo_read_every_ms, Cadence, SharedVerdict, Source};
+use failover_core::edge::budget::ReplayBudget;
+use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::health::HealthMap;
+use failover_core::edge::report;
+use failover_core::edge::shared::{colo_key, colo_read_every_ms, Cadence, SharedVerdict, Source};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, Env};
 

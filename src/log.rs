@@ -1,10 +1,10 @@
 //! Structured log lines (one JSON object per line, for `wrangler tail` and
 //! Logpush). Nothing is logged for a successful request.
 
-use failover_core::attempts::AfterFailure;
-use failover_core::classify::Failure;
-use failover_core::config::WorkerConfig;
-use failover_core::report;
+use failover_core::edge::attempts::AfterFailure;
+use failover_core::edge::classify::Failure;
+use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::report;
 
 pub fn line(json: &str) {
     worker::console_log!("{}", json);

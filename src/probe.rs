@@ -4,8 +4,8 @@
 
 use std::rc::Rc;
 
-use failover_core::classify::Failure;
-use failover_core::report;
+use failover_core::edge::classify::Failure;
+use failover_core::edge::report;
 use futures_util::future::join_all;
 use worker::Context;
 

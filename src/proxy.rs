@@ -5,13 +5,13 @@
 
 use std::rc::Rc;
 
-use failover_core::affinity;
-use failover_core::attempts::{AfterFailure, Attempts};
-use failover_core::classify::Failure;
-use failover_core::config::AffinityMode;
-use failover_core::replay::BodyPlan;
-use failover_core::route::route;
-use failover_core::target::{is_status_request, upstream_url};
+use failover_core::edge::affinity;
+use failover_core::edge::affinity::AffinityMode;
+use failover_core::edge::attempts::{AfterFailure, Attempts};
+use failover_core::edge::classify::Failure;
+use failover_core::edge::replay::BodyPlan;
+use failover_core::edge::route::route;
+use failover_core::edge::target::{is_status_request, upstream_url};
 use worker::{js_sys, web_sys, Context, Env};
 
 use crate::body::{self, BodyError};
@@ -127,7 +127,7 @@ pub async fn proxy(
                 isolate.answered(current, now);
                 let res = respond::served_by(res, &origin.name, current != route.intended);
                 if route.sets_cookie_for(config, current) {
-                    let value = affinity::cookie_value(config, current);
+                    let value = affinity::cookie_value(&config.origins, current);
                     let cookie = affinity::set_cookie(&value, config.affinity.ttl_s, https);
                     let _ = res.headers().append("set-cookie", &cookie);
                 }
@@ -155,7 +155,7 @@ pub async fn proxy(
             let change =
                 isolate.change_health(|h| h.record_failure(current, failure, clock::now_ms()));
             if let Some(change) = change {
-                log::line(&failover_core::report::health_change(config, &change));
+                log::line(&failover_core::edge::report::health_change(config, &change));
                 colo::publish(ctx, isolate, current);
             }
         }

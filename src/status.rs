@@ -2,7 +2,7 @@
 //! map as JSON, or as an HTML page for a client that prefers `text/html` (a
 //! browser). Without a configured token the path is proxied like any other.
 
-use failover_core::report::{self, page, BuildInfo};
+use failover_core::edge::report::{self, page, BuildInfo};
 use failover_core::secret::bearer_matches;
 use worker::web_sys;
 

@@ -9,14 +9,14 @@
 //! first log line a large part of the first failover's extra cost (a
 //! failover logs), so it is written here, off the client's path.
 
-use failover_core::attempts::Attempts;
-use failover_core::classify::{
+use failover_core::edge::attempts::Attempts;
+use failover_core::edge::classify::{
     classify_fetch_error, classify_response, Failure, ATTEMPT_TIMED_OUT,
 };
-use failover_core::replay::BodyPlan;
-use failover_core::report;
-use failover_core::route::route;
-use failover_core::target::{is_status_request, probe_url, upstream_url};
+use failover_core::edge::replay::BodyPlan;
+use failover_core::edge::report;
+use failover_core::edge::route::route;
+use failover_core::edge::target::{is_status_request, probe_url, upstream_url};
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
 use worker::{js_sys, web_sys, Env};
@@ -45,7 +45,7 @@ pub async fn warm_full_path(env: Env) {
     ] {
         let next = attempts.after_failure(failure);
         let _ = report::attempt_failed(config, current, "POST", failure, &format!("{next:?}"));
-        if let failover_core::attempts::AfterFailure::TryOrigin(i) = next {
+        if let failover_core::edge::attempts::AfterFailure::TryOrigin(i) = next {
             current = i;
         }
     }

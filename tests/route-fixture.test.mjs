@@ -1,6 +1,6 @@
 // src/js/route.mjs (the fast path's route) held to tests/fixtures/route.json,
 // whose every row crates/failover-core/tests/route_fixture.rs holds
-// failover_core::route to: a request's order, the origin it was meant for
+// failover_core::edge::route to: a request's order, the origin it was meant for
 // (x-failover) and the cookie decision are the same whichever path serves it.
 import { test } from "node:test";
 import assert from "node:assert/strict";

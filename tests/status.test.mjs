@@ -280,7 +280,7 @@ describe("the status page for a person", () => {
 test("a hostile origin name never reaches a page: the config refuses it", async () => {
   // Names are checked at config time (letters, digits, - _ .), so this is
   // the only answer such a Worker gives; the page's own escaping is proven
-  // in status_page.rs (every_string_is_escaped).
+  // in edge/report/page.rs (every_string_is_escaped).
   const primary = await startOrigin("primary");
   const worker = await startWorker({
     ORIGINS: JSON.stringify([{ name: "<script>alert(1)</script>", url: primary.url }]),

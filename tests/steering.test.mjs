@@ -1,7 +1,7 @@
 // Steering (STEERING, HASH_KEY, per-origin weight) and session affinity
 // (AFFINITY, AFFINITY_TTL_S, AFFINITY_FAILOVER), issue #12, against real
 // origins in Miniflare. Bodiless GETs take the fast path (src/js/route.mjs),
-// POSTs with a body the full path (failover_core::route): every routing
+// POSTs with a body the full path (failover_core::edge::route): every routing
 // claim below is checked on both, since the two must send a request to the
 // same origin.
 import { test } from "node:test";

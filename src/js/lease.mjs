@@ -59,7 +59,7 @@ export function fast_evidence(origin) {
 
 // The upstream URL for a request under the lease, or undefined when the
 // request needs Rust's full path (which makes URLs with
-// failover_core::target::upstream_url and matches the status endpoint with
+// failover_core::edge::target::upstream_url and matches the status endpoint with
 // target::is_status_request; tests/fixtures/fast-path.json holds both
 // languages to the same rows). request.url is an absolute URL the
 // runtime serialized: after "scheme://", the first "/" starts the path (a

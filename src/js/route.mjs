@@ -1,5 +1,5 @@
 // One request's route on the fast path: the JS twin of
-// failover_core::route (src/route.rs in the core), composed of the same
+// failover_core::edge::route (src/route.rs in the core), composed of the same
 // pieces as there (steer.mjs: attemptOrder, pinnedOrigin, withAffinity),
 // which tests/fixtures/steering.json holds to Rust bit for bit. `steer` is
 // the lease's `steer` object (src/fast.rs `steering`; `allUp` is added by

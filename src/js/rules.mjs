@@ -1,5 +1,5 @@
 // What the fast path makes of an attempt's result: the JS twins of
-// failover_core::classify (`classify_response`, `is_access_login`). Both
+// failover_core::edge::classify (`classify_response`, `is_access_login`). Both
 // sides are held to tests/fixtures/fast-path.json, by
 // crates/failover-core/tests/fast_path_fixture.rs and tests/lease.test.mjs:
 // change a rule here and there together, with a fixture row.

@@ -1,6 +1,6 @@
 // Steering and session affinity for the fast path: the JS twins of
-// failover_core::steering (`attemptOrder`, `rendezvousHash`, `ln`),
-// failover_core::affinity (`pinnedOrigin`, `cookie`, `withAffinity`) and
+// failover_core::edge::steering (`attemptOrder`, `rendezvousHash`, `ln`),
+// failover_core::edge::affinity (`pinnedOrigin`, `cookie`, `withAffinity`) and
 // `HashKey::key_in` (`hashKeyIn`). Both sides are held to
 // tests/fixtures/steering.json, by crates/failover-core/tests/steering_fixture.rs
 // and tests/steering-fixture.test.mjs: change a rule here and there together.
@@ -29,7 +29,7 @@ export const SET_COOKIE_UNLESS_SERVED_BY = "unless_served_by";
 
 export const COOKIE_NAME = "__tf_affinity";
 
-// --- the logarithm (failover_core::det_math::ln) ---------------------------
+// --- the logarithm (failover_core::edge::det_math::ln) ---------------------------
 
 const LN2 = 0.6931471805599453;
 const SQRT2 = 1.4142135623730951;
@@ -167,7 +167,7 @@ export function score(weight, hash) {
   return weight / -ln(u);
 }
 
-// --- the attempt order (failover_core::steering::attempt_order) -------------
+// --- the attempt order (failover_core::edge::steering::attempt_order) -------------
 
 // The attempt order: origin indices, each once, the policy's pick first.
 // `names`, `weights` and `healthy` are per origin in priority order (the
@@ -241,7 +241,7 @@ function orderByWeight(order, weights, random) {
   }
 }
 
-// --- cookies (failover_core::affinity) --------------------------------------
+// --- cookies (failover_core::edge::affinity) --------------------------------------
 
 // Trims spaces and tabs only, as the Rust does (String.prototype.trim would
 // also take newlines and NBSP).

@@ -3,36 +3,26 @@
 //! carry out the answers.
 //!
 //! Layout:
-//! - [`streak`]: the rise/fall hysteresis every health judgement uses.
-//! - [`secret`]: constant-time bearer-token checks (Worker and agent).
-//! - Worker side, in the order a request meets them: [`config`] (the
-//!   `[vars]`, validated), [`target`] (the only way an upstream URL is
-//!   built), [`replay`] (whether a request may go to another origin),
-//!   [`classify`] (what counts as a failed attempt), [`attempts`] (one
-//!   request's walk over the origins), [`health`] (the isolate's origin
-//!   health map), [`shared`] (verdicts shared through the colo cache and the
-//!   global checker), [`report`] (log lines and the status document).
-//! - Worker steering: [`steering`] (`STEERING`: the attempt order by policy,
-//!   weight and hash key), [`affinity`] (the `__tf_affinity` cookie),
-//!   [`expect`] (which probe statuses mean healthy), [`det_math`] (the
-//!   logarithm JS reproduces bit for bit).
-//! - Agent side: [`node`] (standby takeover, stand-down, primary fail-back,
-//!   the maintenance flag).
+//! - [`edge`]: the Worker's decisions (config, routing, what counts as a
+//!   failure, health, shared verdicts, the status report), which the wasm
+//!   shell (the root crate, `src/`) carries out.
+//! - [`node`]: the node agent's decisions (standby takeover, stand-down,
+//!   primary fail-back, the maintenance flag), which
+//!   `crates/failover-agent` carries out.
+//! - Shared by both: [`streak`] (the rise/fall hysteresis every health
+//!   judgement uses) and [`secret`] (constant-time bearer-token checks).
+//!
+//! The rule of this crate: a decision goes here, anything a test would
+//! table, as a plain function or a state machine that takes the time as an
+//! argument. Its shells own everything that touches the world: `fetch`,
+//! the Cache API, timers, sockets, processes, the clock. The edge side also
+//! renders its status document, the HTML page and the log lines here, and
+//! parses `Cookie` and `Location` headers, because those are decisions
+//! tested natively (what a client reads, which cookie pins), not I/O; the
+//! shell only prints the strings. The fast path's JS twins of some edge
+//! rules (src/js/) are held to fixtures Rust generates (tests/fixtures/).
 
-pub mod affinity;
-pub mod attempts;
-pub mod budget;
-pub mod classify;
-pub mod config;
-pub mod det_math;
-pub mod expect;
-pub mod health;
+pub mod edge;
 pub mod node;
-pub mod replay;
-pub mod report;
-pub mod route;
 pub mod secret;
-pub mod shared;
-pub mod steering;
 pub mod streak;
-pub mod target;

@@ -6,10 +6,10 @@
 // Test helpers: a malformed fixture row is a failed test.
 #![allow(clippy::panic)]
 
-use failover_core::classify::{
+use failover_core::edge::classify::{
     classify_response, is_access_login, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
 };
-use failover_core::target::{authority, is_status_request, upstream_url};
+use failover_core::edge::target::{authority, is_status_request, upstream_url};
 use serde_json::Value;
 
 /// What the fast path does with a request it leaves to Rust.

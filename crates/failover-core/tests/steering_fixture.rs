@@ -14,10 +14,10 @@
 // Test helpers: a malformed fixture row is a failed test.
 #![allow(clippy::panic)]
 
-use failover_core::affinity::{self, Affinity, AffinityFailover, AffinityMode, SetCookie};
-use failover_core::config::WorkerConfig;
-use failover_core::det_math;
-use failover_core::steering::{self, Candidate, Policy};
+use failover_core::edge::affinity::{self, Affinity, AffinityFailover, AffinityMode, SetCookie};
+use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::det_math;
+use failover_core::edge::steering::{self, Candidate, Policy};
 use serde_json::{json, Value};
 
 const PATH: &str = concat!(
@@ -235,12 +235,16 @@ fn affinity_cookies() {
                 .to_string()
         })
         .collect();
-    assert_eq!(affinity::tokens(&c), tokens, "the cookie values");
+    assert_eq!(affinity::tokens(&c.origins), tokens, "the cookie values");
     for row in rows(section, "cases") {
         let header = maybe_text(row, "cookie");
         let expected = maybe_index(row, "pinned");
         assert_eq!(affinity::pinned_in(&tokens, header), expected, "{row}");
-        assert_eq!(affinity::pinned_origin(&c, header), expected, "{row}");
+        assert_eq!(
+            affinity::pinned_origin(&c.origins, header),
+            expected,
+            "{row}"
+        );
     }
 }
 
@@ -714,7 +718,7 @@ fn cookie_section() -> Value {
         { "name": "backup", "url": "http://127.0.0.1:8081" },
     ]);
     let c = config(&origins);
-    let t = affinity::tokens(&c);
+    let t = affinity::tokens(&c.origins);
     let n = affinity::COOKIE_NAME;
     let (a, b, z) = (&t[0], &t[1], &t[2]);
     let headers: Vec<Option<String>> = vec![

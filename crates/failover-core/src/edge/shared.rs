@@ -8,8 +8,8 @@
 //! last confirmed; ms since the epoch); a map from the global checker is one
 //! `name state since confirmed` line per origin.
 
-use crate::affinity::{fmix64, fnv1a64, FNV64_OFFSET};
-use crate::config::Origin;
+use crate::edge::config::Origin;
+use crate::edge::fnv::{fmix64, fnv1a64, FNV64_OFFSET};
 use crate::streak::Verdict;
 
 /// The Cache API key of an origin's colo verdict. Isolates of every Worker
@@ -178,7 +178,7 @@ mod tests {
     use super::*;
 
     fn origins(json: &str) -> Vec<Origin> {
-        crate::config::WorkerConfig::from_vars(|k| (k == "ORIGINS").then(|| json.to_string()))
+        crate::edge::config::WorkerConfig::from_vars(|k| (k == "ORIGINS").then(|| json.to_string()))
             .unwrap()
             .origins
     }

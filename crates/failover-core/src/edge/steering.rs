@@ -30,7 +30,8 @@
 //!
 //! A request without a key (`None` or empty) is steered as `weighted`.
 
-use crate::det_math;
+use crate::edge::det_math;
+use crate::edge::fnv::{fmix32, fnv1a32, FNV32_OFFSET};
 
 /// The `STEERING` setting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -104,7 +105,7 @@ impl HashKey {
         let value = header_value?;
         let key = match self {
             HashKey::ClientIp | HashKey::Header(_) => Some(value),
-            HashKey::Cookie(name) => crate::affinity::cookie(value, name),
+            HashKey::Cookie(name) => crate::edge::cookies::cookie(value, name),
         };
         key.filter(|k| !k.is_empty())
     }
@@ -128,41 +129,20 @@ pub struct Candidate<'a> {
     pub healthy: bool,
 }
 
-const FNV_OFFSET: u32 = 0x811c_9dc5;
-const FNV_PRIME: u32 = 0x0100_0193;
 /// 2³², to turn a 32-bit hash into a fraction.
 const TWO_32: f64 = 4_294_967_296.0;
 /// The largest double below 1.
 const BELOW_ONE: f64 = 1.0 - f64::EPSILON / 2.0;
 
-fn fnv1a(mut h: u32, bytes: &[u8]) -> u32 {
-    for &b in bytes {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(FNV_PRIME);
-    }
-    h
-}
-
-/// MurmurHash3's finaliser: FNV-1a alone mixes its last bytes (the origin's
-/// name) only upwards, and the scores must look independent per origin.
-fn fmix32(mut h: u32) -> u32 {
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^= h >> 16;
-    h
-}
-
 /// fmix32(FNV-1a-32(UTF-8(key) ‖ 0x00 ‖ UTF-8(name))). Origin names are NUL
 /// free, so the pair is read back unambiguously from the bytes. The key's
 /// part of the FNV state is shared by every origin (see [`order_by_hash`]).
 pub fn rendezvous_hash(key: &str, name: &str) -> u32 {
-    name_hash(fnv1a(FNV_OFFSET, key.as_bytes()), name)
+    name_hash(fnv1a32(FNV32_OFFSET, key.as_bytes()), name)
 }
 
 fn name_hash(key_state: u32, name: &str) -> u32 {
-    fmix32(fnv1a(fnv1a(key_state, &[0]), name.as_bytes()))
+    fmix32(fnv1a32(fnv1a32(key_state, &[0]), name.as_bytes()))
 }
 
 /// An origin's rendezvous score for a key's hash: weight / -ln(u).
@@ -198,7 +178,7 @@ pub fn attempt_order(
 }
 
 fn order_by_hash(order: &mut [usize], origins: &[Candidate<'_>], key: &str) {
-    let key_state = fnv1a(FNV_OFFSET, key.as_bytes());
+    let key_state = fnv1a32(FNV32_OFFSET, key.as_bytes());
     let mut scored: Vec<(f64, usize)> = order
         .iter()
         .map(|&i| {
@@ -305,8 +285,8 @@ mod tests {
     /// `failover` is exactly `HealthMap::attempt_order`, today's rule.
     #[test]
     fn failover_matches_the_health_map() {
-        use crate::classify::Failure;
-        use crate::health::HealthMap;
+        use crate::edge::classify::Failure;
+        use crate::edge::health::HealthMap;
         for down in 0u8..16 {
             let mut map = HealthMap::new(4, 2, 1, 1000);
             for i in 0..4 {
@@ -405,13 +385,13 @@ mod tests {
     #[test]
     fn the_hash_is_pinned() {
         // FNV-1a-32 of "" is the offset basis; fmix32 spreads it.
-        assert_eq!(fnv1a(FNV_OFFSET, b""), 0x811c_9dc5);
-        assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xe40c_292c);
-        assert_eq!(fnv1a(FNV_OFFSET, b"foobar"), 0xbf9c_f968);
+        assert_eq!(fnv1a32(FNV32_OFFSET, b""), 0x811c_9dc5);
+        assert_eq!(fnv1a32(FNV32_OFFSET, b"a"), 0xe40c_292c);
+        assert_eq!(fnv1a32(FNV32_OFFSET, b"foobar"), 0xbf9c_f968);
         assert_eq!(fmix32(0), 0);
         assert_eq!(
             rendezvous_hash("k", "primary"),
-            fmix32(fnv1a(FNV_OFFSET, b"k\0primary"))
+            fmix32(fnv1a32(FNV32_OFFSET, b"k\0primary"))
         );
     }
 

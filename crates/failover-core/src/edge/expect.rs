@@ -1,13 +1,13 @@
 //! Which probe answers mean "healthy", per origin (`health_expect` in
 //! `ORIGINS`): a list of exact codes (`200`), classes (`2xx`) and inclusive
 //! ranges (`200-399`). Absent, today's rule holds: a probe is healthy unless
-//! it is a failure by [`classify`](crate::classify)'s rules. Only probes are
+//! it is a failure by [`classify`](crate::edge::classify)'s rules. Only probes are
 //! judged by this; a client's attempt is always judged by the failure rules,
 //! so an origin answering a client 404 is still an answer, not a failover.
 
 use std::fmt;
 
-use crate::classify::{classify_status, Failure};
+use crate::edge::classify::{classify_status, Failure};
 
 /// Lowest and highest status a `health_expect` item may name.
 pub const MIN_STATUS: u16 = 100;

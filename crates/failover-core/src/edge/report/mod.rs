@@ -5,14 +5,12 @@
 
 use serde_json::{json, Value};
 
-use crate::classify::Failure;
-use crate::config::WorkerConfig;
-use crate::health::{HealthMap, Transition};
-use crate::shared::SharedVerdict;
+use crate::edge::classify::Failure;
+use crate::edge::config::WorkerConfig;
+use crate::edge::health::{HealthMap, Transition};
+use crate::edge::shared::SharedVerdict;
 
-// The page is a view of `status_document`, so it sits under this module;
-// its file is src/status_page.rs.
-#[path = "status_page.rs"]
+// The page is a view of `status_document`, so it sits under this module.
 pub mod page;
 
 /// What was built into the deployed Worker.
@@ -99,7 +97,7 @@ pub fn status(
 /// The status document, for [`status`] to print and [`page::html`] to render.
 /// A body streamed because the isolate's replay budget was full; at most
 /// one such line a minute.
-pub fn replay_budget(over: &crate::budget::OverBudget) -> String {
+pub fn replay_budget(over: &crate::edge::budget::OverBudget) -> String {
     json!({
         "event": "replay_budget",
         "message": "request bodies streamed to one origin: the replay buffer budget is full",
@@ -113,7 +111,7 @@ pub fn replay_budget(over: &crate::budget::OverBudget) -> String {
 
 /// The replay budget's figures in the status document: bytes held now, the
 /// peak since the isolate started, and the budget.
-pub fn add_replay_buffer(doc: &mut Value, budget: &crate::budget::ReplayBudget) {
+pub fn add_replay_buffer(doc: &mut Value, budget: &crate::edge::budget::ReplayBudget) {
     doc["replay_buffer"] = json!({
         "held_bytes": budget.held(),
         "peak_bytes": budget.peak(),
@@ -176,7 +174,7 @@ pub fn status_document(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::Source;
+    use crate::edge::shared::Source;
     use crate::streak::Verdict;
 
     fn config() -> WorkerConfig {

@@ -5,9 +5,10 @@
 //! ([`steering::attempt_order`], [`affinity::with_affinity`]), which are held
 //! to tests/fixtures/steering.json.
 
-use crate::affinity::{self, SetCookie};
-use crate::config::{AffinityMode, WorkerConfig};
-use crate::steering::attempt_order;
+use crate::edge::affinity::AffinityMode;
+use crate::edge::affinity::{self, SetCookie};
+use crate::edge::config::WorkerConfig;
+use crate::edge::steering::attempt_order;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
@@ -57,7 +58,7 @@ pub fn route(
         .enumerate()
         .any(|(i, o)| o.weight > 0 && is_up(i));
     let pinned = match config.affinity.mode {
-        AffinityMode::Cookie => affinity::pinned_origin(config, cookie_header),
+        AffinityMode::Cookie => affinity::pinned_origin(&config.origins, cookie_header),
         AffinityMode::Off => None,
     }
     .filter(|&p| {
@@ -143,7 +144,10 @@ mod tests {
     #[test]
     fn a_valid_cookie_pins_while_up_and_is_intended_while_down() {
         let c = config(&[("AFFINITY", "cookie")]);
-        let cookie = format!("x=1; __tf_affinity={}", affinity::cookie_value(&c, 2));
+        let cookie = format!(
+            "x=1; __tf_affinity={}",
+            affinity::cookie_value(&c.origins, 2)
+        );
         let up = route(&c, |_| true, None, Some(&cookie), 0.1);
         assert_eq!((up.order[0], up.intended, up.pinned), (2, 2, Some(2)));
         assert_eq!(up.set_cookie, SetCookie::Never);

@@ -6,8 +6,8 @@
 //! isolates or the global checker are adopted only when they are fresher than
 //! anything this isolate saw itself.
 
-use crate::classify::Failure;
-use crate::shared::{SharedVerdict, Source};
+use crate::edge::classify::Failure;
+use crate::edge::shared::{SharedVerdict, Source};
 use crate::streak::{Streak, Verdict};
 
 /// One flip of an origin's verdict, for the log.

@@ -2,7 +2,7 @@
 //! The rule that matters: never replay what an origin may have processed,
 //! and never send a replica a body that is not the whole body.
 
-use crate::classify::Failure;
+use crate::edge::classify::Failure;
 
 /// How the request body travels to the origins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

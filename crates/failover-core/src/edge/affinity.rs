@@ -16,38 +16,63 @@
 //! its origin when it recovers (`temporary`). `src/js/steer.mjs` has the
 //! twins of [`pinned_in`] and [`with_affinity`] for the fast path.
 
-use crate::config::WorkerConfig;
-pub use crate::config::{Affinity, AffinityFailover, AffinityMode};
+use crate::edge::config::origins::Origin;
+use crate::edge::cookies::cookies;
+use crate::edge::fnv::{fmix64, fnv1a64, FNV64_OFFSET};
+
+/// `AFFINITY`: whether clients are pinned to an origin by cookie.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AffinityMode {
+    #[default]
+    Off,
+    Cookie,
+}
+
+/// `AFFINITY_FAILOVER`: what a pin becomes while its origin is down.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AffinityFailover {
+    /// Keep the pin; the client returns when its origin recovers.
+    #[default]
+    Temporary,
+    /// Re-pin the client to the origin that served it instead.
+    Sticky,
+}
+
+impl AffinityMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AffinityMode::Off => "off",
+            AffinityMode::Cookie => "cookie",
+        }
+    }
+}
+
+impl AffinityFailover {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AffinityFailover::Temporary => "temporary",
+            AffinityFailover::Sticky => "sticky",
+        }
+    }
+}
+
+/// The affinity settings together (see [`crate::edge::affinity`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Affinity {
+    pub mode: AffinityMode,
+    /// `AFFINITY_TTL_S`: the cookie's Max-Age.
+    pub ttl_s: u32,
+    pub failover: AffinityFailover,
+}
 
 /// The cookie's name.
 pub const COOKIE_NAME: &str = "__tf_affinity";
 
-pub(crate) const FNV64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV64_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-pub(crate) fn fnv1a64(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(FNV64_PRIME);
-    }
-    h
-}
-
-/// MurmurHash3's 64-bit finaliser, so tokens of similar names look unrelated.
-pub(crate) fn fmix64(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^= h >> 33;
-    h
-}
-
 /// The hash state after the salt: a version tag, then every origin's name
 /// and URL, NUL-separated (neither may contain a NUL).
-fn salt(config: &WorkerConfig) -> u64 {
+fn salt(origins: &[Origin]) -> u64 {
     let mut h = fnv1a64(FNV64_OFFSET, b"tunnel-failover affinity v1\0");
-    for o in &config.origins {
+    for o in origins {
         h = fnv1a64(h, o.name.as_bytes());
         h = fnv1a64(h, b"\0");
         h = fnv1a64(h, o.base.as_bytes());
@@ -63,28 +88,21 @@ fn token(salt: u64, name: &str) -> String {
 
 /// Every origin's cookie value, by index: computed once per config, and what
 /// the shell hands the JS fast path.
-pub fn tokens(config: &WorkerConfig) -> Vec<String> {
-    let salt = salt(config);
-    config
-        .origins
-        .iter()
-        .map(|o| token(salt, &o.name))
-        .collect()
+pub fn tokens(origins: &[Origin]) -> Vec<String> {
+    let salt = salt(origins);
+    origins.iter().map(|o| token(salt, &o.name)).collect()
 }
 
 /// The cookie value that pins `origin_index`. An index outside the config
 /// gets a value no origin matches, so that client is steered afresh.
-pub fn cookie_value(config: &WorkerConfig, origin_index: usize) -> String {
-    let name = config
-        .origins
-        .get(origin_index)
-        .map_or("", |o| o.name.as_str());
-    token(salt(config), name)
+pub fn cookie_value(origins: &[Origin], origin_index: usize) -> String {
+    let name = origins.get(origin_index).map_or("", |o| o.name.as_str());
+    token(salt(origins), name)
 }
 
 /// The origin a request's `Cookie` header pins, if any.
-pub fn pinned_origin(config: &WorkerConfig, cookie_header: Option<&str>) -> Option<usize> {
-    pinned_in(&tokens(config), cookie_header)
+pub fn pinned_origin(origins: &[Origin], cookie_header: Option<&str>) -> Option<usize> {
+    pinned_in(&tokens(origins), cookie_header)
 }
 
 /// [`pinned_origin`] against precomputed [`tokens`]: the first
@@ -94,27 +112,6 @@ pub fn pinned_in(tokens: &[String], cookie_header: Option<&str>) -> Option<usize
     cookies(cookie_header?)
         .filter(|(name, _)| *name == COOKIE_NAME)
         .find_map(|(_, value)| tokens.iter().position(|t| t == value))
-}
-
-/// The `name=value` pairs of a `Cookie` header, in order: pairs split at
-/// `;`, name and value trimmed of spaces and tabs, one pair of double quotes
-/// around the value removed, and pieces without `=` or a name skipped.
-pub fn cookies(header: &str) -> impl Iterator<Item = (&str, &str)> {
-    header.split(';').filter_map(|pair| {
-        let (name, value) = pair.split_once('=')?;
-        let name = name.trim_matches([' ', '\t']);
-        let value = value.trim_matches([' ', '\t']);
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .unwrap_or(value);
-        (!name.is_empty()).then_some((name, value))
-    })
-}
-
-/// The value of the first cookie called `name` (case-sensitive).
-pub fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
-    cookies(header).find(|(n, _)| *n == name).map(|(_, v)| v)
 }
 
 /// The `Set-Cookie` header value that pins the client to `value`'s origin.
@@ -203,6 +200,7 @@ pub fn with_affinity(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::edge::config::WorkerConfig;
 
     fn config(origins: &str) -> WorkerConfig {
         let origins = origins.to_string();
@@ -215,7 +213,7 @@ mod tests {
     #[test]
     fn tokens_are_opaque_distinct_and_tied_to_the_config() {
         let c = config(THREE);
-        let t = tokens(&c);
+        let t = tokens(&c.origins);
         assert_eq!(t.len(), 3);
         for (i, v) in t.iter().enumerate() {
             assert_eq!(v.len(), 16, "{v}");
@@ -223,27 +221,27 @@ mod tests {
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
             assert!(!v.contains(&c.origins[i].name));
-            assert_eq!(&cookie_value(&c, i), v);
+            assert_eq!(&cookie_value(&c.origins, i), v);
             assert_eq!(
-                pinned_origin(&c, Some(&format!("{COOKIE_NAME}={v}"))),
+                pinned_origin(&c.origins, Some(&format!("{COOKIE_NAME}={v}"))),
                 Some(i)
             );
         }
         assert!(t[0] != t[1] && t[1] != t[2] && t[0] != t[2]);
-        assert!(!t.contains(&cookie_value(&c, 3)), "no origin 3");
+        assert!(!t.contains(&cookie_value(&c.origins, 3)), "no origin 3");
         // Moving one origin's URL voids every token.
         let moved = config(&THREE.replace("b.example", "b2.example"));
-        for (old, new) in t.iter().zip(tokens(&moved)) {
+        for (old, new) in t.iter().zip(tokens(&moved.origins)) {
             assert_ne!(old, &new);
         }
         // Same config, same tokens: every isolate and deployment agrees.
-        assert_eq!(tokens(&config(THREE)), t);
+        assert_eq!(tokens(&config(THREE).origins), t);
     }
 
     #[test]
     fn cookie_headers() {
         let c = config(THREE);
-        let t = tokens(&c);
+        let t = tokens(&c.origins);
         let (a, b) = (&t[0], &t[1]);
         let table: Vec<(String, Option<usize>)> = vec![
             (format!("{COOKIE_NAME}={b}"), Some(1)),
@@ -266,26 +264,20 @@ mod tests {
             (";;; ;=;".to_string(), None),
         ];
         for (header, expected) in &table {
-            assert_eq!(pinned_origin(&c, Some(header)), *expected, "{header:?}");
+            assert_eq!(
+                pinned_origin(&c.origins, Some(header)),
+                *expected,
+                "{header:?}"
+            );
             assert_eq!(pinned_in(&t, Some(header)), *expected, "{header:?}");
         }
-        assert_eq!(pinned_origin(&c, None), None);
+        assert_eq!(pinned_origin(&c.origins, None), None);
         // A stale cookie from another config pins nothing.
         let other = config(&THREE.replace("backup", "standby"));
         assert_eq!(
-            pinned_origin(&other, Some(&format!("{COOKIE_NAME}={a}"))),
+            pinned_origin(&other.origins, Some(&format!("{COOKIE_NAME}={a}"))),
             None
         );
-    }
-
-    #[test]
-    fn cookie_lookup() {
-        assert_eq!(cookie("a=1; b=2", "b"), Some("2"));
-        assert_eq!(cookie("a=1; b=2", "B"), None);
-        assert_eq!(cookie("a=1; b=x=y", "b"), Some("x=y"));
-        assert_eq!(cookie("b; b=3", "b"), Some("3"));
-        assert_eq!(cookie("=1; b=\"\"", "b"), Some(""));
-        assert_eq!(cookie("", "b"), None);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! and after each failure whether to try the next one, hand the failed
 //! response to the client, or answer with an error of our own.
 
-use crate::classify::Failure;
-use crate::replay::{may_try_next, BodyPlan};
+use crate::edge::classify::Failure;
+use crate::edge::replay::{may_try_next, BodyPlan};
 
 /// What the client reads when Access turned the Worker away.
 const ACCESS_LOGIN_MESSAGE: &str =

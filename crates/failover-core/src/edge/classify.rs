@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::target::authority;
+use crate::edge::target::authority;
 
 /// Why one attempt against one origin did not produce a usable answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

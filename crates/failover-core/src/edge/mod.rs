@@ -1,0 +1,45 @@
+//! The edge Worker's decisions, for the wasm shell (the root crate's `src/`)
+//! to carry out. Clock-free: every input carries its own timestamp in ms.
+//!
+//! Layout, in the order a request meets them:
+//! - [`config`]: the `[vars]`, validated once: the settings
+//!   ([`config::vars`]), the origins ([`config::origins`]) with their
+//!   URLs ([`config::urls`]) and Access tokens ([`config::access`]).
+//! - [`target`]: the only way an upstream URL is built; the status-endpoint
+//!   match.
+//! - [`steering`] (`STEERING`: the policy's attempt order, weight and hash
+//!   key), [`affinity`] (the `__tf_affinity` cookie), [`route`] (both
+//!   composed into one request's route), with [`cookies`] (the `Cookie`
+//!   header parser), [`fnv`] (the hashes) and [`det_math`] (the logarithm
+//!   JS reproduces bit for bit) under them.
+//! - [`replay`] (whether a request may go to another origin), [`budget`]
+//!   (bodies held for replay across the isolate), [`classify`] (what counts
+//!   as a failed attempt, and what is evidence against an origin),
+//!   [`attempts`] (one request's walk over the origins).
+//! - [`health`] (the isolate's origin health map), [`expect`] (which probe
+//!   statuses mean healthy), [`shared`] (verdicts shared through the colo
+//!   cache and the global checker).
+//! - [`isolate`]: [`Isolate`], everything one isolate keeps between
+//!   requests, with when its periodic work is next due and the fast path's
+//!   lease.
+//! - [`report`]: log lines, the status document and its HTML page.
+//!
+//! A module uses only modules listed before it (`scripts/check-cycles.mjs`
+//! checks that no import cycle exists).
+
+pub mod affinity;
+pub mod attempts;
+pub mod budget;
+pub mod classify;
+pub mod config;
+pub mod cookies;
+pub mod det_math;
+pub mod expect;
+pub mod fnv;
+pub mod health;
+pub mod replay;
+pub mod report;
+pub mod route;
+pub mod shared;
+pub mod steering;
+pub mod target;
