@@ -42,7 +42,7 @@ pub struct Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.isolate.replay_budget.borrow_mut().release(self.bytes);
+        self.isolate.budget_mut().release(self.bytes);
     }
 }
 
@@ -114,7 +114,7 @@ impl RequestBody {
 /// Takes `bytes` from the budget, or reports (at most once a minute) that
 /// the body is streamed instead.
 fn hold(isolate: &Rc<Isolate>, bytes: u64) -> Option<Held> {
-    let mut budget = isolate.replay_budget.borrow_mut();
+    let mut budget = isolate.budget_mut();
     if budget.try_hold(bytes) {
         return Some(Held {
             isolate: Rc::clone(isolate),

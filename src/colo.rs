@@ -25,11 +25,12 @@ pub fn max_age_ms(isolate: &Isolate) -> u64 {
 /// Reads every origin's colo verdict if the read is due, adopting the fresh
 /// ones. Failures to read are ignored: the local map keeps working.
 pub async fn refresh(isolate: &Isolate, now_ms: u64) {
-    if !isolate.config.colo_health || !isolate.colo_reads.borrow_mut().take(now_ms) {
+    if !isolate.take_colo_read(now_ms) {
         return;
     }
     let cache = Cache::default();
-    let reads = isolate.colo_keys.iter().map(|key| read(&cache, key));
+    let keys = isolate.colo_keys();
+    let reads = keys.iter().map(|key| read(&cache, key));
     let verdicts = join_all(reads).await;
     let max_age = max_age_ms(isolate);
     for (origin, verdict) in verdicts.into_iter().enumerate() {
@@ -61,7 +62,7 @@ pub async fn write(isolate: &Isolate, origin: usize) {
     if !isolate.config.colo_health {
         return;
     }
-    let Some(key) = isolate.colo_keys.get(origin) else {
+    let Some(key) = isolate.colo_key(origin) else {
         return;
     };
     let Some(verdict) = isolate.health().verdict_to_share(origin, clock::now_ms()) else {

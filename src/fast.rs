@@ -1,7 +1,10 @@
 //! The fast path's Rust half. Most requests need one attempt and nothing
 //! else, and what that attempt is changes only when the health map does or
 //! when some periodic work falls due. So Rust grants src/js/entry.mjs a
-//! *lease* on its decision: which origin, until when. While the lease holds,
+//! *lease* on its decision: which origin, until when (and, under steering,
+//! which origins are up); what never changes while the Wasm instance lives
+//! (names, URLs, weights, tokens, cookies) it hands over once per instance
+//! (`fast_config`), not with every lease. While the lease holds,
 //! JS sends requests without entering Wasm at all; any change to the health
 //! map's routing revokes it (`Isolate::change_health`), and the full path (`fetch`,
 //! `fetch_after`) does all other work: bodies, the status endpoint, probes,
@@ -11,7 +14,6 @@
 use failover_core::edge::affinity;
 use failover_core::edge::affinity::AffinityMode;
 use failover_core::edge::config::{Origin, WorkerConfig};
-use failover_core::edge::health::HealthMap;
 use failover_core::edge::steering::Policy;
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
@@ -21,77 +23,95 @@ use crate::isolate::{self, Loaded};
 use crate::proxy::proxy;
 use crate::{clock, forward};
 
-/// The lease, or None when the full path has work to do first (a probe,
-/// colo read or checker consultation is due, a broken config, no healthy
-/// origin). An object with the fields of `lease` in src/js/lease.mjs.
+/// What the fast path needs that never changes while this Wasm instance
+/// lives: asked for once per instance (src/js/lease.mjs `configure`), so no
+/// lease re-sends it. An object with the fields of `instance` in lease.mjs,
+/// or None when the config is broken.
 #[wasm_bindgen]
-pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
+pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
         return None;
     };
     let config = &isolate.config;
-    let now = clock::now_ms();
-    let colo_due = config
-        .colo_health
-        .then(|| isolate.colo_reads.borrow().next_due_ms());
-    let global_due = Some(isolate.global_reads.borrow().next_due_ms());
-    let health = isolate.health();
-    let until = [colo_due, global_due, health.next_probe_ms()]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(u64::MAX);
-    if until <= now {
-        return None;
-    }
-    let index = (0..config.origins.len()).find(|&i| health.is_up(i))?;
-    let origin = config.origins.get(index)?;
     let status_path = match config.status_token {
         Some(_) => JsValue::from_str(&config.status_path),
         None => JsValue::UNDEFINED,
     };
-    let lease = js_sys::Object::new();
-    let fields: [(&str, JsValue); 9] = [
-        ("origin", JsValue::from_f64(index as f64)),
-        ("until", JsValue::from_f64(until as f64)),
-        ("base", JsValue::from_str(&origin.base)),
-        ("name", JsValue::from_str(&origin.name)),
+    let strings = |f: &dyn Fn(&Origin) -> String| -> JsValue {
+        config
+            .origins
+            .iter()
+            .map(|o| JsValue::from_str(&f(o)))
+            .collect::<js_sys::Array>()
+            .into()
+    };
+    let fields: [(&str, JsValue); 6] = [
+        ("names", strings(&|o| o.name.clone())),
+        ("bases", strings(&|o| o.base.clone())),
         (
             "timeoutMs",
             JsValue::from_f64(config.attempt_timeout_ms as f64),
         ),
         ("statusPath", status_path),
-        ("generation", JsValue::from_f64(isolate.generation() as f64)),
-        ("steer", steering(config, &health)),
         ("silenceMs", JsValue::from_f64(config.silence_ms as f64)),
+        ("steer", steering(config, &isolate.tokens())),
     ];
-    for (name, value) in fields {
-        // Setting a property on a fresh plain object cannot fail.
-        let _ = js_sys::Reflect::set(&lease, &JsValue::from_str(name), &value);
-    }
-    Some(lease)
+    Some(object(&fields))
 }
 
-/// What the fast path needs to route each request itself (src/js/route.mjs),
-/// or undefined under plain failover steering with no affinity and no
-/// Access token: then every request goes to `origin`, as before.
-fn steering(config: &WorkerConfig, health: &HealthMap) -> JsValue {
-    let plain = config.steering == Policy::Failover
+/// The lease, or None when the full path has work to do first (a probe,
+/// colo read or checker consultation is due, a broken config, no healthy
+/// origin): which origin, until when, and (under steering) which origins
+/// are up. An object with the fields of `lease` in src/js/lease.mjs.
+#[wasm_bindgen]
+pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
+    let Loaded::Ready(isolate) = isolate::load(env) else {
+        return None;
+    };
+    let lease = isolate.lease(clock::now_ms())?;
+    let healthy = if needs_steering(&isolate.config) {
+        let health = isolate.health();
+        (0..isolate.config.origins.len())
+            .map(|i| JsValue::from_bool(health.is_up(i)))
+            .collect::<js_sys::Array>()
+            .into()
+    } else {
+        JsValue::UNDEFINED
+    };
+    let fields: [(&str, JsValue); 3] = [
+        ("origin", JsValue::from_f64(lease.origin as f64)),
+        ("until", JsValue::from_f64(lease.until_ms as f64)),
+        ("healthy", healthy),
+    ];
+    Some(object(&fields))
+}
+
+/// A plain object with these fields.
+fn object(fields: &[(&str, JsValue)]) -> js_sys::Object {
+    let object = js_sys::Object::new();
+    for (name, value) in fields {
+        // Setting a property on a fresh plain object cannot fail.
+        let _ = js_sys::Reflect::set(&object, &JsValue::from_str(name), value);
+    }
+    object
+}
+
+/// Whether the fast path must route each request itself (src/js/route.mjs):
+/// under a steering policy, affinity or an Access token. Under plain
+/// failover every request goes to the lease's `origin`.
+fn needs_steering(config: &WorkerConfig) -> bool {
+    !(config.steering == Policy::Failover
         && config.affinity.mode == AffinityMode::Off
-        && config.origins.iter().all(|o| o.access.is_none());
-    if plain {
+        && config.origins.iter().all(|o| o.access.is_none()))
+}
+
+/// What the fast path needs to route each request itself, the health aside
+/// (which each lease brings), or undefined when it need not
+/// (`needs_steering`).
+fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
+    if !needs_steering(config) {
         return JsValue::UNDEFINED;
     }
-    let strings = |f: &dyn Fn(&Origin) -> String| -> js_sys::Array {
-        config
-            .origins
-            .iter()
-            .map(|o| JsValue::from_str(&f(o)))
-            .collect()
-    };
-    let healthy: js_sys::Array = (0..config.origins.len())
-        .map(|i| JsValue::from_bool(health.is_up(i)))
-        .collect();
     let weights: js_sys::Array = config
         .origins
         .iter()
@@ -101,22 +121,17 @@ fn steering(config: &WorkerConfig, health: &HealthMap) -> JsValue {
         .origins
         .iter()
         .map(|o| match &o.access {
-            Some(token) => {
-                let pair = js_sys::Object::new();
-                let _ = js_sys::Reflect::set(&pair, &"id".into(), &token.client_id.as_str().into());
-                let _ = js_sys::Reflect::set(
-                    &pair,
-                    &"secret".into(),
-                    &token.client_secret.as_str().into(),
-                );
-                pair.into()
-            }
+            Some(token) => object(&[
+                ("id", JsValue::from_str(&token.client_id)),
+                ("secret", JsValue::from_str(&token.client_secret)),
+            ])
+            .into(),
             None => JsValue::NULL,
         })
         .collect();
     let affinity_on = config.affinity.mode == AffinityMode::Cookie;
     let tokens = if affinity_on {
-        affinity::tokens(&config.origins)
+        tokens
             .iter()
             .map(|t| JsValue::from_str(t))
             .collect::<js_sys::Array>()
@@ -124,6 +139,7 @@ fn steering(config: &WorkerConfig, health: &HealthMap) -> JsValue {
     } else {
         JsValue::UNDEFINED
     };
+    // The Set-Cookie values without `Secure`, which JS adds for https.
     let cookies = if affinity_on {
         (0..config.origins.len())
             .map(|i| {
@@ -135,13 +151,10 @@ fn steering(config: &WorkerConfig, health: &HealthMap) -> JsValue {
     } else {
         JsValue::UNDEFINED
     };
-    let steer = js_sys::Object::new();
-    let fields: [(&str, JsValue); 11] = [
+    // `names` and `bases` are the instance's own (lease.mjs `configure`).
+    let fields: [(&str, JsValue); 9] = [
         ("policy", JsValue::from_str(config.steering.as_str())),
-        ("names", strings(&|o| o.name.clone()).into()),
-        ("bases", strings(&|o| o.base.clone()).into()),
         ("weights", weights.into()),
-        ("healthy", healthy.into()),
         ("access", access.into()),
         ("hashHeader", JsValue::from_str(config.hash_key.header())),
         (
@@ -157,13 +170,9 @@ fn steering(config: &WorkerConfig, health: &HealthMap) -> JsValue {
             JsValue::from_str(config.affinity.failover.as_str()),
         ),
         ("tokens", tokens),
+        ("cookies", cookies),
     ];
-    for (name, value) in fields {
-        let _ = js_sys::Reflect::set(&steer, &JsValue::from_str(name), &value);
-    }
-    // The Set-Cookie values without `Secure`, which JS adds for https.
-    let _ = js_sys::Reflect::set(&steer, &"cookies".into(), &cookies);
-    steer.into()
+    object(&fields).into()
 }
 
 /// The fast path's attempt against `origin` did not succeed; `result` is

@@ -33,7 +33,7 @@ fn max_age_ms(config: &WorkerConfig) -> u64 {
 /// Asks the checker for its verdicts if the consultation is due; never on
 /// the request path.
 pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u64) {
-    if !isolate.global_reads.borrow_mut().take(now_ms) {
+    if !isolate.take_global_read(now_ms) {
         return;
     }
     let Ok(namespace) = env.durable_object(BINDING) else {

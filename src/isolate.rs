@@ -1,14 +1,19 @@
-//! What lives as long as the isolate: the parsed config and the health map.
-//! Config is read from `[vars]` once; a new deployment gets new isolates.
+//! What lives as long as the isolate: the parsed config, and the pure
+//! `failover_core::edge::Isolate` (the health map, the cadences of colo
+//! reads and checker consultations, the replay budget, the affinity tokens
+//! and colo keys) in a `RefCell`, with the one JS call its changes need:
+//! revoking the fast path's lease. Config is read from `[vars]` once; a new
+//! deployment gets new isolates.
 
-use std::cell::{Cell, Ref, RefCell};
+use std::cell::{Ref, RefCell, RefMut};
 use std::rc::Rc;
 
 use failover_core::edge::budget::ReplayBudget;
 use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::health::HealthMap;
+use failover_core::edge::isolate::{Lease, LeaseAfter};
 use failover_core::edge::report;
-use failover_core::edge::shared::{colo_key, colo_read_every_ms, Cadence, SharedVerdict, Source};
+use failover_core::edge::shared::{SharedVerdict, Source};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, Env};
 
@@ -17,44 +22,24 @@ use crate::{clock, js_bridge, log};
 pub struct Isolate {
     pub config: WorkerConfig,
     /// Never borrowed across an `.await`: requests interleave at awaits.
-    /// Private so that every change goes through `change_health`.
-    health: RefCell<HealthMap>,
-    /// Bumped whenever a change alters what the fast path's lease rests on
-    /// (which origins are up, or an earlier due probe); a bump revokes it.
-    generation: Cell<u64>,
-    /// Body bytes held for replay across the isolate's requests (src/body.rs).
-    pub replay_budget: RefCell<ReplayBudget>,
-    /// When the colo's shared verdicts were last read.
-    pub colo_reads: RefCell<Cadence>,
-    /// When the global checker was last consulted.
-    pub global_reads: RefCell<Cadence>,
-    /// Each origin's colo cache key (`shared::colo_key`), made once.
-    pub colo_keys: Vec<String>,
+    /// Private so that every health change goes through `change_health`.
+    state: RefCell<failover_core::edge::Isolate>,
 }
 
 impl Isolate {
     pub fn health(&self) -> Ref<'_, HealthMap> {
-        self.health.borrow()
+        Ref::map(self.state.borrow(), |s| s.health())
     }
 
-    /// Changes the health map. When the change moves what the fast path's
+    /// Changes the health map; when the change moves what the fast path's
     /// lease rests on (which origins are up, or a probe now due earlier),
-    /// the generation moves on and the lease is revoked (src/fast.rs);
-    /// anything else (a streak counter, a probe taken) leaves it standing.
+    /// the lease is revoked (src/fast.rs), and only then.
     pub fn change_health<T>(&self, change: impl FnOnce(&mut HealthMap) -> T) -> T {
-        let mut health = self.health.borrow_mut();
-        let before = Routing::of(&health);
-        let result = change(&mut health);
-        if Routing::of(&health).moved_from(&before) {
-            self.generation.set(self.generation.get().wrapping_add(1));
+        let (result, after) = self.state.borrow_mut().change_health(change);
+        if after == LeaseAfter::Revoked {
             js_bridge::revoke_lease();
         }
         result
-    }
-
-    /// Changes since the isolate started that revoked the lease.
-    pub fn generation(&self) -> u64 {
-        self.generation.get()
     }
 
     /// Records an answer from `origin` as evidence. It changes no verdict,
@@ -78,31 +63,47 @@ impl Isolate {
             log::line(&report::health_change(&self.config, &change));
         }
     }
-}
 
-/// What the fast path's lease depends on in the health map.
-#[derive(PartialEq, Eq)]
-struct Routing {
-    up: Vec<bool>,
-    next_probe_ms: Option<u64>,
-}
-
-impl Routing {
-    fn of(health: &HealthMap) -> Routing {
-        Routing {
-            up: (0..health.len()).map(|i| health.is_up(i)).collect(),
-            next_probe_ms: health.next_probe_ms(),
-        }
+    /// The fast path's lease at `now_ms`, if any (`edge::Isolate::lease`).
+    pub fn lease(&self, now_ms: u64) -> Option<Lease> {
+        self.state.borrow().lease(now_ms)
     }
 
-    /// A verdict flipped, or a probe fell due earlier than the lease knew.
-    fn moved_from(&self, before: &Routing) -> bool {
-        let earlier = match (self.next_probe_ms, before.next_probe_ms) {
-            (Some(now), Some(then)) => now < then,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        self.up != before.up || earlier
+    /// True when the colo's verdicts are due to be read (and the next read
+    /// is scheduled).
+    pub fn take_colo_read(&self, now_ms: u64) -> bool {
+        self.state.borrow_mut().take_colo_read(now_ms)
+    }
+
+    /// True when the global checker is due to be consulted (and the next
+    /// consultation is scheduled).
+    pub fn take_global_read(&self, now_ms: u64) -> bool {
+        self.state.borrow_mut().take_global_read(now_ms)
+    }
+
+    /// Origin `origin`'s colo cache key.
+    pub fn colo_key(&self, origin: usize) -> Option<String> {
+        self.state.borrow().colo_key(origin).map(str::to_string)
+    }
+
+    /// Every origin's colo cache key, by index.
+    pub fn colo_keys(&self) -> Vec<String> {
+        self.state.borrow().colo_keys().to_vec()
+    }
+
+    /// Every origin's affinity cookie value, by index.
+    pub fn tokens(&self) -> Ref<'_, [String]> {
+        Ref::map(self.state.borrow(), |s| s.tokens())
+    }
+
+    /// The replay budget, to read.
+    pub fn budget(&self) -> Ref<'_, ReplayBudget> {
+        Ref::map(self.state.borrow(), |s| s.budget())
+    }
+
+    /// The replay budget, to hold or release bytes (src/body.rs).
+    pub fn budget_mut(&self) -> RefMut<'_, ReplayBudget> {
+        RefMut::map(self.state.borrow_mut(), |s| s.budget_mut())
     }
 }
 
@@ -124,25 +125,10 @@ pub fn load(env: &Env) -> Loaded {
     }
     let loaded = match WorkerConfig::from_vars(|name| var_text(env, name)) {
         Ok(config) => {
-            // A failed client attempt marks an origin down at once (fall 1).
-            let health = HealthMap::new(
-                config.origins.len(),
-                config.health_rise,
-                1,
-                config.health_interval_ms,
-            );
-            let colo_reads = Cadence::new(colo_read_every_ms(config.health_interval_ms));
-            let global_reads = Cadence::new(config.health_interval_ms);
-            let replay_budget = ReplayBudget::new(config.replay_buffer_budget_bytes);
-            let colo_keys = config.origins.iter().map(colo_key).collect();
+            let state = failover_core::edge::Isolate::new(&config);
             Loaded::Ready(Rc::new(Isolate {
                 config,
-                health: RefCell::new(health),
-                generation: Cell::new(0),
-                replay_budget: RefCell::new(replay_budget),
-                colo_reads: RefCell::new(colo_reads),
-                global_reads: RefCell::new(global_reads),
-                colo_keys,
+                state: RefCell::new(state),
             }))
         }
         Err(e) => {

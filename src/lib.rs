@@ -2,10 +2,10 @@
 //!
 //! Layout, leaves first (a module uses only those above it):
 //! - [`js_bridge`] (every JS import), [`clock`], [`log`].
-//! - [`isolate`]: the config (read once from `[vars]`) and the health map,
-//!   which live as long as the isolate does; every change through
-//!   `change_health`, whose generation decides when the fast path's lease
-//!   is revoked.
+//! - [`isolate`]: the config (read once from `[vars]`) and the pure
+//!   `failover_core::edge::Isolate` (health map, cadences, replay budget,
+//!   tokens) in a `RefCell`; every health change through `change_health`,
+//!   which revokes the fast path's lease when routing moved.
 //! - [`status`]: the token-protected status endpoint.
 //! - [`access`]: Cloudflare Access service tokens on attempts and probes.
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.

@@ -29,7 +29,7 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
         BUILD,
         crate::clock::now_ms(),
     );
-    report::add_replay_buffer(&mut doc, &isolate.replay_budget.borrow());
+    report::add_replay_buffer(&mut doc, &isolate.budget());
     let accept = req.headers().get("accept").ok().flatten();
     let res = if page::wants_html(accept.as_deref()) {
         let res = plain(200, &page::html(&doc));

@@ -5,7 +5,7 @@
 // The same hostile paths go through the whole Worker in forwarding.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { grant, lease, revoke_lease, upstreamUrl } from "../src/js/lease.mjs";
+import { configure, grant, instance, lease, revoke_lease, upstreamUrl } from "../src/js/lease.mjs";
 import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
@@ -15,9 +15,12 @@ const ORIGIN = FAST_PATH.origin;
 const FULL_PATH = "full path";
 const STATUS_ENDPOINT = "status endpoint";
 
+// The instance's part as src/fast.rs `fast_config` sends it, then a lease.
 function leased(statusPath) {
-  const granted = { origin: 0, until: Date.now() + 60_000, base: ORIGIN, name: "primary", timeoutMs: 6000, statusPath, generation: 0 };
-  assert.equal(grant(granted, 0), true);
+  const config = { names: ["primary"], bases: [ORIGIN], timeoutMs: 6000, silenceMs: 0, statusPath, steer: undefined };
+  assert.equal(configure(config, 0), true);
+  assert.equal(grant({ origin: 0, until: Date.now() + 60_000, healthy: undefined }, 0), true);
+  assert.equal(lease.base, ORIGIN);
 }
 
 // undefined (the full path's) as the fixture spells it.
@@ -111,5 +114,12 @@ test("a revoked lease is asked for again", () => {
   assert.ok(Date.now() < lease.until);
   revoke_lease();
   assert.equal(lease.until, 0);
-  assert.equal(grant(undefined), false);
+  assert.equal(grant(undefined, 0), false);
+});
+
+test("a lease from another Wasm instance than the configured one is refused", () => {
+  leased(undefined);
+  assert.equal(instance.id, 0);
+  assert.equal(grant({ origin: 0, until: Date.now() + 60_000 }, 1), false, "instance 1 was never configured");
+  assert.equal(configure(undefined, 1), false, "a broken config configures nothing");
 });

@@ -10,7 +10,7 @@
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
 import { attempt_js, forward_headers, served_by_js } from "./attempt.mjs";
-import { answered, grant, lease, upstreamPath, upstreamUrl } from "./lease.mjs";
+import { answered, configure, grant, instance, lease, upstreamPath, upstreamUrl } from "./lease.mjs";
 import { route, setsCookieFor } from "./route.mjs";
 import { isAnswer } from "./rules.mjs";
 import { isSilent } from "./silence.mjs";
@@ -72,23 +72,26 @@ function fastFetch(request, env, ctx) {
   // itself after a trap no panic hook saw; every new instance bumps
   // instanceId.
   const now = Date.now();
-  const expired = now >= lease.until || lease.instance !== initState.instanceId;
-  if (expired) {
-    const fresh = lease.instance !== initState.instanceId;
-    if (!grant(guard(wasm.fast_lease, env), initState.instanceId)) return call(wasm.fetch, request, env, ctx);
-    // Once per Wasm instance, after this request's attempt is on its way
-    // (the next task): the full path's code runs once, so the first
-    // failover is not its first run (src/warm.rs).
-    if (fresh) ctx.waitUntil(new Promise((r) => setTimeout(r, 0)).then(() => call(wasm.warm_full_path, env)));
+  const id = initState.instanceId;
+  if (now >= lease.until || lease.instance !== id) {
+    if (instance.id !== id) {
+      // Once per Wasm instance: what never changes while it lives.
+      if (!configure(guard(wasm.fast_config, env), id)) return call(wasm.fetch, request, env, ctx);
+      // After this request's attempt is on its way (the next task): the
+      // full path's code runs once, so the first failover is not its
+      // first run (src/warm.rs).
+      ctx.waitUntil(new Promise((r) => setTimeout(r, 0)).then(() => call(wasm.warm_full_path, env)));
+    }
+    if (!grant(guard(wasm.fast_lease, env), id)) return call(wasm.fetch, request, env, ctx);
   }
-  if (lease.steer !== undefined) return steeredFetch(request, env, ctx, lease.steer, now);
+  if (instance.steer !== undefined) return steeredFetch(request, env, ctx, instance.steer, now);
   const url = upstreamUrl(request.url, request.method);
   if (url === undefined) return call(wasm.fetch, request, env, ctx);
   const { origin, name } = lease;
   // A silent origin (silence.mjs): the full path routes around it.
-  if (isSilent(origin, lease.silenceMs, lease.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
+  if (isSilent(origin, instance.silenceMs, instance.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
   const headers = forward_headers(request.headers, request.url, undefined, undefined);
-  return attempt_js(url, request.method, headers, undefined, undefined, lease.timeoutMs, origin).then((result) => {
+  return attempt_js(url, request.method, headers, undefined, undefined, instance.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
       return served_by_js(result, name, origin !== 0);
@@ -106,7 +109,7 @@ function steeredFetch(request, env, ctx, steer, now) {
   const path = upstreamPath(request.url, request.method);
   if (path === undefined) return call(wasm.fetch, request, env, ctx);
   for (let i = 0; i < steer.names.length; i++) {
-    if (isSilent(i, lease.silenceMs, lease.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
+    if (isSilent(i, instance.silenceMs, instance.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
   }
   const headers = request.headers;
   const key = steer.policy === HASH ? hashKeyIn(headers.get(steer.hashHeader), steer.hashCookie) : undefined;
@@ -119,7 +122,7 @@ function steeredFetch(request, env, ctx, steer, now) {
   const token = steer.access[origin];
   const sent = token === null ? forward_headers(headers, request.url) : forward_headers(headers, request.url, token.id, token.secret);
   const url = steer.bases[origin] + path;
-  return attempt_js(url, request.method, sent, undefined, undefined, lease.timeoutMs, origin).then((result) => {
+  return attempt_js(url, request.method, sent, undefined, undefined, instance.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
       const out = served_by_js(result, steer.names[origin], origin !== plan.intended);

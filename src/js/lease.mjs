@@ -1,22 +1,32 @@
 // The fast path's lease on Rust's decision (see src/fast.rs): which origin
 // takes requests, until when. Rust grants it (`fast_lease`) and revokes it
 // (`revoke_lease`, imported by Rust) whenever the health map changes; in
-// between, requests go out without entering Wasm.
+// between, requests go out without entering Wasm. What never changes while
+// a Wasm instance lives comes once per instance (`fast_config`, `configure`
+// here), not with every lease.
 
-export const lease = {
-  origin: -1,
-  until: 0, // ms; 0: ask Rust again
-  base: "", // scheme://authority, no path
-  name: "",
+// The instance's part, as `fast_config` returns it (src/fast.rs).
+export const instance = {
+  id: -1, // the Wasm instance it came from (see entry.mjs)
+  names: [],
+  bases: [], // scheme://authority, no path, per origin
   timeoutMs: 0,
   silenceMs: 0, // SILENCE_MS; 0: off
   statusPath: undefined, // set when the status endpoint is on
-  generation: -1, // Rust's health generation it was granted at (isolate.rs)
   // With a steering policy, affinity or an Access token: what route.mjs
-  // needs to route each request (src/fast.rs `steering`); undefined under
-  // plain failover, where every request goes to `origin`.
+  // needs to route each request (src/fast.rs `steering`, plus `names`,
+  // `bases` and, from each lease, `healthy`); undefined under plain
+  // failover, where every request goes to the lease's origin.
   steer: undefined,
-  instance: -1, // the Wasm instance that granted it (see entry.mjs)
+};
+
+// The lease's part, as `fast_lease` returns it.
+export const lease = {
+  origin: -1,
+  until: 0, // ms; 0: ask Rust again
+  base: "", // the origin's, from the instance's bases
+  name: "",
+  instance: -1, // the Wasm instance that granted it
 };
 
 // When the fast path last got an answer from each origin (ms). Rust pulls
@@ -28,24 +38,42 @@ export function revoke_lease() {
   lease.until = 0;
 }
 
+// Takes the instance's part as `fast_config` returns it; false when there
+// is none (a broken config: every request takes the full path).
+export function configure(config, id) {
+  if (config === undefined) return false;
+  instance.names = config.names;
+  instance.bases = config.bases;
+  instance.timeoutMs = config.timeoutMs;
+  instance.silenceMs = config.silenceMs;
+  instance.statusPath = config.statusPath;
+  instance.steer = config.steer;
+  if (instance.steer !== undefined) {
+    instance.steer.names = config.names;
+    instance.steer.bases = config.bases;
+    instance.steer.allUp = config.names.map(() => true);
+    instance.steer.healthy = instance.steer.allUp;
+    instance.steer.allHealthy = true;
+  }
+  instance.id = id;
+  return true;
+}
+
 // Takes a lease as `fast_lease` returns it (an object with the fields
-// above, named on both sides); false when there is none.
-export function grant(granted, instance) {
-  if (granted === undefined) return false;
+// named on both sides); false when there is none. The instance's part must
+// be configured first.
+export function grant(granted, id) {
+  if (granted === undefined || instance.id !== id) return false;
   lease.origin = granted.origin;
   lease.until = granted.until;
-  lease.base = granted.base;
-  lease.name = granted.name;
-  lease.timeoutMs = granted.timeoutMs;
-  lease.silenceMs = granted.silenceMs;
-  lease.statusPath = granted.statusPath;
-  lease.generation = granted.generation;
-  lease.steer = granted.steer;
-  if (lease.steer !== undefined) {
-    lease.steer.allUp = lease.steer.names.map(() => true);
-    lease.steer.allHealthy = lease.steer.healthy.every((h) => h === true);
+  lease.base = instance.bases[granted.origin];
+  lease.name = instance.names[granted.origin];
+  const steer = instance.steer;
+  if (steer !== undefined && granted.healthy !== undefined) {
+    steer.healthy = granted.healthy;
+    steer.allHealthy = granted.healthy.every((h) => h === true);
   }
-  lease.instance = instance;
+  lease.instance = id;
   return true;
 }
 
@@ -79,7 +107,7 @@ export function upstreamPath(url, method) {
   if (scheme < 0) return undefined;
   const start = url.indexOf("/", scheme + 3);
   if (start < 0 || url.includes("#", start)) return undefined;
-  const sp = lease.statusPath;
+  const sp = instance.statusPath;
   if (sp !== undefined && (method === "GET" || method === "HEAD") && url.startsWith(sp, start)) {
     const end = start + sp.length;
     if (end === url.length || url[end] === "?") return undefined;

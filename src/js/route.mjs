@@ -3,7 +3,7 @@
 // pieces as there (steer.mjs: attemptOrder, pinnedOrigin, withAffinity),
 // which tests/fixtures/steering.json holds to Rust bit for bit. `steer` is
 // the lease's `steer` object (src/fast.rs `steering`; `allUp` is added by
-// lease.mjs's grant).
+// lease.mjs's configure and grant).
 import { AFFINITY_COOKIE, attemptOrder, emitCookieFor, mayPin, pinnedOrigin, SET_COOKIE_NEVER, withAffinity } from "./steer.mjs";
 
 // { order, intended, setCookie, pinned, weightedUp }, as Rust's `Route`.

@@ -37,9 +37,12 @@ pub mod det_math;
 pub mod expect;
 pub mod fnv;
 pub mod health;
+pub mod isolate;
 pub mod replay;
 pub mod report;
 pub mod route;
 pub mod shared;
 pub mod steering;
 pub mod target;
+
+pub use isolate::Isolate;

@@ -1,0 +1,281 @@
+//! Everything one Worker isolate keeps between requests, and the two
+//! questions its shell asks of it on every request: when is periodic work
+//! (a probe, a colo read, a checker consultation) next due, and may the
+//! fast path route on its own until then (the [`Lease`]). The edge's
+//! counterpart of `node::Node`, in quinn-proto's shape: the machine owns its
+//! clocks and answers `next_due_ms`; the shell (src/isolate.rs) holds it in
+//! a `RefCell`, never across an `.await`, and carries out what it says.
+
+use crate::edge::affinity;
+use crate::edge::budget::ReplayBudget;
+use crate::edge::config::WorkerConfig;
+use crate::edge::health::HealthMap;
+use crate::edge::shared::{colo_key, colo_read_every_ms, Cadence};
+
+/// What one isolate knows between requests. The config itself stays with
+/// the shell (it is read across awaits); what is derived from it once
+/// (affinity tokens, colo keys) lives here.
+#[derive(Clone, Debug)]
+pub struct Isolate {
+    health: HealthMap,
+    /// When the colo's shared verdicts are next read; None with
+    /// `COLO_HEALTH=off`.
+    colo_reads: Option<Cadence>,
+    /// When the global checker is next consulted.
+    global_reads: Cadence,
+    budget: ReplayBudget,
+    tokens: Vec<String>,
+    colo_keys: Vec<String>,
+}
+
+/// The fast path's lease on the isolate's decision: requests go to
+/// `origin` (or are routed by the fast path's twin of `route`, with the
+/// health it was given) until `until_ms`, without entering Wasm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub origin: usize,
+    pub until_ms: u64,
+}
+
+/// Whether a change to the health map ended the fast path's lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseAfter {
+    /// What the lease rests on moved (a verdict flipped, or a probe fell
+    /// due earlier than the lease knew): the shell revokes it.
+    Revoked,
+    Stands,
+}
+
+impl Isolate {
+    /// A fresh isolate for `config`: every origin presumed up (one failed
+    /// client attempt marks one down), nothing read or consulted yet.
+    pub fn new(config: &WorkerConfig) -> Isolate {
+        Isolate {
+            health: HealthMap::new(
+                config.origins.len(),
+                config.health_rise,
+                1,
+                config.health_interval_ms,
+            ),
+            colo_reads: config
+                .colo_health
+                .then(|| Cadence::new(colo_read_every_ms(config.health_interval_ms))),
+            global_reads: Cadence::new(config.health_interval_ms),
+            budget: ReplayBudget::new(config.replay_buffer_budget_bytes),
+            tokens: affinity::tokens(&config.origins),
+            colo_keys: config.origins.iter().map(colo_key).collect(),
+        }
+    }
+
+    /// The health map, to read.
+    pub fn health(&self) -> &HealthMap {
+        &self.health
+    }
+
+    /// Changes the health map, and says whether the fast path's lease
+    /// survives the change: it rests on which origins are up and on the
+    /// earliest due probe, and nothing else (a streak counter, a probe
+    /// taken, evidence recorded leave it standing).
+    pub fn change_health<T>(
+        &mut self,
+        change: impl FnOnce(&mut HealthMap) -> T,
+    ) -> (T, LeaseAfter) {
+        let before = Routing::of(&self.health);
+        let result = change(&mut self.health);
+        let after = if Routing::of(&self.health).moved_from(&before) {
+            LeaseAfter::Revoked
+        } else {
+            LeaseAfter::Stands
+        };
+        (result, after)
+    }
+
+    /// Bodies held for replay across the isolate's requests.
+    pub fn budget(&self) -> &ReplayBudget {
+        &self.budget
+    }
+
+    /// The replay budget, to hold or release bytes.
+    pub fn budget_mut(&mut self) -> &mut ReplayBudget {
+        &mut self.budget
+    }
+
+    /// Every origin's affinity cookie value, by index, made once.
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    /// Origin `origin`'s colo cache key (`shared::colo_key`), made once.
+    pub fn colo_key(&self, origin: usize) -> Option<&str> {
+        self.colo_keys.get(origin).map(String::as_str)
+    }
+
+    /// Every origin's colo cache key, by index.
+    pub fn colo_keys(&self) -> &[String] {
+        &self.colo_keys
+    }
+
+    /// True (and the next read is scheduled) when the colo's verdicts are
+    /// due to be read; never with `COLO_HEALTH=off`.
+    pub fn take_colo_read(&mut self, now_ms: u64) -> bool {
+        self.colo_reads.as_mut().is_some_and(|c| c.take(now_ms))
+    }
+
+    /// True (and the next one is scheduled) when the global checker is due
+    /// to be consulted.
+    pub fn take_global_read(&mut self, now_ms: u64) -> bool {
+        self.global_reads.take(now_ms)
+    }
+
+    /// When the next piece of periodic work falls due without another
+    /// change: a colo read, a checker consultation or a probe of a down
+    /// origin (0 when one has never run).
+    pub fn next_due_ms(&self) -> u64 {
+        [
+            self.colo_reads.as_ref().map(Cadence::next_due_ms),
+            Some(self.global_reads.next_due_ms()),
+            self.health.next_probe_ms(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(u64::MAX)
+    }
+
+    /// The fast path's lease at `now_ms`: the first healthy origin, until
+    /// the next periodic work is due. None when that work is due now (the
+    /// full path does it) or no origin is up (the full path walks them all).
+    pub fn lease(&self, now_ms: u64) -> Option<Lease> {
+        let until_ms = self.next_due_ms();
+        if until_ms <= now_ms {
+            return None;
+        }
+        let origin = (0..self.health.len()).find(|&i| self.health.is_up(i))?;
+        Some(Lease { origin, until_ms })
+    }
+}
+
+/// What the fast path's lease depends on in the health map.
+#[derive(PartialEq, Eq)]
+struct Routing {
+    up: Vec<bool>,
+    next_probe_ms: Option<u64>,
+}
+
+impl Routing {
+    fn of(health: &HealthMap) -> Routing {
+        Routing {
+            up: (0..health.len()).map(|i| health.is_up(i)).collect(),
+            next_probe_ms: health.next_probe_ms(),
+        }
+    }
+
+    /// A verdict flipped, or a probe fell due earlier than the lease knew.
+    fn moved_from(&self, before: &Routing) -> bool {
+        let earlier = match (self.next_probe_ms, before.next_probe_ms) {
+            (Some(now), Some(then)) => now < then,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        self.up != before.up || earlier
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edge::classify::Failure;
+
+    fn config(vars: &[(&str, &str)]) -> WorkerConfig {
+        WorkerConfig::from_vars(|k| {
+            if k == "ORIGINS" {
+                return Some(
+                    r#"[{"name":"a","url":"https://a.example"},{"name":"b","url":"https://b.example"}]"#
+                        .to_string(),
+                );
+            }
+            vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_fresh_isolate_has_work_due_at_once_and_no_lease() {
+        let isolate = Isolate::new(&config(&[]));
+        assert_eq!(
+            isolate.next_due_ms(),
+            0,
+            "the first colo read and consultation"
+        );
+        assert_eq!(isolate.lease(1_000), None);
+    }
+
+    #[test]
+    fn the_lease_runs_until_the_next_periodic_work() {
+        let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
+        assert!(isolate.take_colo_read(1_000));
+        assert!(isolate.take_global_read(1_000));
+        assert!(!isolate.take_colo_read(1_100), "at most every 250 ms");
+        assert_eq!(isolate.next_due_ms(), 1_250);
+        assert_eq!(
+            isolate.lease(1_100),
+            Some(Lease {
+                origin: 0,
+                until_ms: 1_250
+            })
+        );
+        assert_eq!(isolate.lease(1_250), None);
+    }
+
+    #[test]
+    fn colo_off_reads_nothing_and_the_checker_alone_sets_the_pace() {
+        let mut isolate = Isolate::new(&config(&[
+            ("COLO_HEALTH", "off"),
+            ("HEALTH_INTERVAL_MS", "15000"),
+        ]));
+        assert!(!isolate.take_colo_read(0));
+        assert!(isolate.take_global_read(1_000));
+        assert_eq!(
+            isolate.lease(1_001),
+            Some(Lease {
+                origin: 0,
+                until_ms: 16_000
+            })
+        );
+    }
+
+    #[test]
+    fn a_flip_revokes_the_lease_and_a_counter_does_not() {
+        let mut isolate = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
+        isolate.take_global_read(0);
+        let (_, after) = isolate.change_health(|h| h.record_success(0, 10));
+        assert_eq!(after, LeaseAfter::Stands);
+        let (flip, after) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 20));
+        assert!(flip.is_some());
+        assert_eq!(after, LeaseAfter::Revoked);
+        // b serves now, until a's probe is due (one interval after the flip).
+        assert_eq!(
+            isolate.lease(30),
+            Some(Lease {
+                origin: 1,
+                until_ms: 15_020
+            })
+        );
+        let (_, after) = isolate.change_health(|h| h.record_failure(1, Failure::Refused, 40));
+        assert_eq!(after, LeaseAfter::Revoked);
+        assert_eq!(
+            isolate.lease(50),
+            None,
+            "no origin up: the full path walks them all"
+        );
+    }
+
+    #[test]
+    fn tokens_and_colo_keys_are_made_once_per_origin() {
+        let c = config(&[]);
+        let isolate = Isolate::new(&c);
+        assert_eq!(isolate.tokens(), affinity::tokens(&c.origins).as_slice());
+        assert_eq!(isolate.colo_key(1), Some(colo_key(&c.origins[1]).as_str()));
+        assert_eq!(isolate.colo_key(2), None);
+    }
+}
