@@ -23,23 +23,29 @@ mkdir -p "$STAGE" "$OUT"
   --out-dir "$STAGE" --out-name index --target module --no-typescript \
   --experimental-reset-state-function --force-enable-abort-handler
 # workerd imports a .wasm module with a plain import, not a source-phase one.
-sed -i 's/^import source /import /' "$STAGE/index.js"
+# (Not `sed -i`, whose syntax differs between GNU and BSD/macOS sed.)
+sed 's/^import source /import /' "$STAGE/index.js" >"$STAGE/index.js.tmp"
+mv "$STAGE/index.js.tmp" "$STAGE/index.js"
 # The features rustc's wasm32 target emits, plus exception handling for
 # wasm-bindgen's abort handler. Stripping the names section saves ~23 KB
 # gzip; a panic (there should be none) then shows wasm-function[N] names.
 "$WASM_OPT_BIN" "$STAGE/index_bg.wasm" -O --strip-debug --strip-producers -o "$OUT/index_bg.wasm" \
   --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-reference-types --enable-multivalue --enable-exception-handling
-cp "$ROOT/src/js/entry.mjs" "$ROOT/src/js/route.mjs" "$ROOT/src/js/steer.mjs" "$STAGE/"
-# entry.mjs must import the very modules the Rust side imports (wasm-bindgen
-# copies them under snippets/): lease.mjs holds state both sides share.
-# attempt.mjs imports rules.mjs, which wasm-bindgen does not copy along
-# with the snippet: it goes beside it, and entry.mjs re-exports that copy.
-snippet_dir=$(cd "$STAGE" && dirname "$(ls snippets/*/src/js/attempt.mjs)")
-cp "$ROOT/src/js/rules.mjs" "$STAGE/$snippet_dir/"
-for module in attempt lease rules silence; do
-  snippet=$(cd "$STAGE" && ls snippets/*/src/js/$module.mjs)
-  echo "export * from \"./$snippet\";" >"$STAGE/$module.mjs"
+# Every module of src/js must exist once, so that state the Rust side and
+# the fast path share (the lease, silence) is one object. wasm-bindgen
+# copies the modules Rust imports under snippets/<crate>/src/js/; the
+# others (those only entry.mjs or a snippet imports) are copied beside
+# them, and entry.mjs, the one module outside, reaches each through a
+# re-export stub of its name. Nothing here lists the modules: a new one in
+# src/js is picked up by itself.
+snippet_dir=$(cd "$STAGE" && dirname "$(ls snippets/*/src/js/lease.mjs)")
+cp "$ROOT/src/js/entry.mjs" "$STAGE/"
+for path in "$ROOT"/src/js/*.mjs; do
+  module=$(basename "$path" .mjs)
+  [ "$module" = entry ] && continue
+  [ -e "$STAGE/$snippet_dir/$module.mjs" ] || cp "$path" "$STAGE/$snippet_dir/"
+  echo "export * from \"./$snippet_dir/$module.mjs\";" >"$STAGE/$module.mjs"
 done
 "$ESBUILD_BIN" "$STAGE/entry.mjs" --bundle --format=esm --minify \
   --external:./index_bg.wasm --external:'cloudflare:*' --outfile="$OUT/index.js" --log-level=warning
