@@ -66,7 +66,11 @@ command -v dpkg-deb >/dev/null || {
   exit 2
 }
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/dist-check.XXXXXX")
+# Not under /tmp, /var/tmp or /home: the agent refuses a maintenance flag
+# there (the unit hides those from it); /dev/shm is on every Linux.
+scratch_root=/dev/shm
+[ -d "$scratch_root" ] || scratch_root="$ROOT/target"
+scratch=$(mktemp -d "$scratch_root/dist-check.XXXXXX")
 server_pid=
 agent_pid=
 cleanup() {
@@ -315,7 +319,7 @@ for deb in "${debs[@]}"; do
   verdict $? "--version says $upstream ($how)"
   # The shipped example config must satisfy the shipped binary; only the
   # token file is pointed into the scratch dir.
-  echo "dist-check-token" >"$dir/token"
+  (umask 077 && echo "dist-check-token-$$" >"$dir/token")
   sed "s#^token_file = \"[^\"]*\"#token_file = \"$dir/token\"#" "$root/etc/failover-agent/config.toml" >"$dir/config.toml"
   run_bin "$bin" --config "$dir/config.toml" check-config >"$dir/check-config.out" 2>&1
   verdict $? "check-config accepts the packaged config ($how)"

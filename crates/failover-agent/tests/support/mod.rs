@@ -45,13 +45,40 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The shared token of the test agents: long enough for check-config.
+pub const TOKEN: &str = "s3cret-token-for-tests";
+
+/// Where scratch directories go: not under /tmp, /var/tmp or /home, where
+/// check-config refuses a maintenance flag (the packaged unit hides them
+/// from the agent). /dev/shm is on every Linux host and is no such place.
+pub fn scratch_root() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    }
+}
+
+/// Writes a token file as an operator must: readable by its owner only.
+pub fn write_token(path: &Path, token: &str) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .expect("token file");
+    writeln!(file, "{token}").expect("token written");
+}
+
 /// A scratch directory removed on drop.
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("failover-agent-{name}-{}", std::process::id()));
+        let dir = scratch_root().join(format!("failover-agent-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
         Scratch(dir)
@@ -190,7 +217,7 @@ impl NodeSpec {
     /// Writes the config (and the shared token file) and returns its path.
     pub fn write_config(&self, dir: &Scratch) -> PathBuf {
         let token = dir.path("token");
-        std::fs::write(&token, "s3cret-token\n").expect("token file");
+        write_token(&token, TOKEN);
         let pid = self.pidfile(dir);
         let direct = self
             .peer_connector_port
