@@ -426,3 +426,67 @@ impl Drop for Pair {
         }
     }
 }
+
+/// A stand-in for the peer agent: answers every request with `status` and
+/// `body`, and keeps each request's head as sent (hyper writes header names
+/// in lowercase) for the test to read.
+pub struct FakePeer {
+    pub port: u16,
+    pub heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl FakePeer {
+    pub fn start(port: u16, status: u16, body: String) -> FakePeer {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("fake peer binds");
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&heads);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+                    match stream.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                kept.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        FakePeer { port, heads }
+    }
+
+    /// The `authorization` header of the first request for `path`.
+    pub fn authorization_of(&self, path: &str) -> Option<String> {
+        let heads = self.heads.lock().unwrap();
+        let head = heads.iter().find(|h| h.contains(&format!(" {path} ")))?;
+        head.lines()
+            .find_map(|l| l.strip_prefix("authorization: "))
+            .map(str::to_string)
+    }
+}
+
+/// One POST with a raw `Authorization` value; the status, if any answer.
+pub fn post_with(port: u16, path: &str, authorization: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: {authorization}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
