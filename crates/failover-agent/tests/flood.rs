@@ -120,7 +120,7 @@ url = "http://127.0.0.1:{edge_port}/cdn-cgi/trace"
     // the status command's pipes).
     let mut held = Vec::with_capacity(FLOOD);
     for _ in 0..FLOOD {
-        let addr = ("127.0.0.1", agent_port).into();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], agent_port));
         if let Ok(stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
             held.push(stream);
         }
@@ -131,7 +131,11 @@ url = "http://127.0.0.1:{edge_port}/cdn-cgi/trace"
     let asked = Instant::now();
     let mut answer = None;
     while answer.is_none() && asked.elapsed() < Duration::from_secs(2) {
-        answer = http_within(agent_port, "/health", Duration::from_secs(2) - asked.elapsed());
+        answer = http_within(
+            agent_port,
+            "/health",
+            Duration::from_secs(2) - asked.elapsed(),
+        );
     }
     let body = answer.unwrap_or_else(|| {
         panic!(
@@ -159,7 +163,7 @@ url = "http://127.0.0.1:{edge_port}/cdn-cgi/trace"
 fn http_within(port: u16, path: &str, budget: Duration) -> Option<String> {
     use std::io::{Read, Write};
     let budget = budget.max(Duration::from_millis(10));
-    let addr = ("127.0.0.1", port).into();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let mut stream = TcpStream::connect_timeout(&addr, budget).ok()?;
     stream.set_read_timeout(Some(budget)).ok()?;
     write!(
