@@ -27,7 +27,11 @@ TARGET_DIR=$(cargo metadata --format-version 1 --no-deps --manifest-path "$ROOT/
 AGENT="$TARGET_DIR/debug/failover-agent"
 FAKE="$TARGET_DIR/debug/fake-connector"
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/failover-gate.XXXXXX")
+# Not under /tmp, /var/tmp or /home: the agent refuses a maintenance flag
+# there (the packaged unit hides those from it). /dev/shm is on every Linux.
+SCRATCH_ROOT=/dev/shm
+[ -d "$SCRATCH_ROOT" ] || SCRATCH_ROOT="$ROOT/target"
+WORK=$(mktemp -d "$SCRATCH_ROOT/failover-gate.XXXXXX")
 PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -70,7 +74,8 @@ egress() { "$FAKE" --listen "127.0.0.1:$1" --id egress >/dev/null 2>&1 & PIDS+=(
 
 P_AGENT=$(free_port); S_AGENT=$(free_port); P_CONN=$(free_port); S_CONN=$(free_port)
 P_EDGE=$(free_port); S_EDGE=$(free_port)
-echo "gate-token-$RANDOM$RANDOM" > "$WORK/token"
+# Owner-only and at least 16 characters, or check-config refuses it.
+(umask 077; echo "gate-token-$(printf '%05d%05d' "$RANDOM" "$RANDOM")" > "$WORK/token")
 
 write_config() { # name role agent_port conn_port edge_port peer_port
   cat > "$WORK/$1.toml" <<TOML

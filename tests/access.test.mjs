@@ -79,7 +79,7 @@ test("the token origin gets its service token on every attempt and probe, replac
 
     // guarded fails: the failed attempt carried the token, the request goes
     // on to open, and open gets nothing of ours.
-    guarded.mode = 503;
+    guarded.mode = 530;
     const before = guarded.requests.length;
     for (const [method, headers] of [["GET", CLIENT_TOKEN], ["GET", {}], ["POST", CLIENT_TOKEN], ["POST", {}]]) {
       const r = await send(worker, `/out/${method}`, { method, headers });
@@ -118,7 +118,7 @@ test("a failover onto the token origin carries its token (the full path's walk a
   const { origins, worker, close } = await setup([["open"], ["guarded", TOKEN]], { PRIMARY_ACCESS_SECRET: SECRET });
   const [open, guarded] = origins;
   try {
-    open.mode = 503;
+    open.mode = 530;
     for (const method of ["GET", "GET", "POST"]) {
       const r = await send(worker, "/walk", { method, headers: CLIENT_TOKEN });
       assert.equal(r.status, 200);
@@ -314,7 +314,7 @@ async function downThenProbedWith204(expect) {
   }
   assert.equal(worker.events("health").length, 0, "a 204 to a client marks nothing down");
 
-  picky.mode = 503;
+  picky.mode = 530;
   assert.equal((await send(worker, "/fail")).servedBy, "spare");
   picky.mode = 204;
   const before = picky.hits("/health");

@@ -13,7 +13,8 @@
 #   points into the extracted tree (verify checks that the ExecStart= and
 #   ExecStartPre= binaries exist and are executable, and the unit names only
 #   units this host has); any warning counts as a failure, since verify exits
-#   0 on unknown keys and bad values;
+#   0 on unknown keys and bad values; `systemd-analyze security --offline`
+#   scores its sandbox at 4.0 or less, and LimitNOFILE is at least 16384;
 # - the binary: `file` (right machine, static, stripped); then, natively or
 #   under qemu-aarch64, `--help`, `check-config` of the packaged config, and
 #   a short `run` whose egress check does a TLS 1.3 handshake with a local
@@ -66,7 +67,11 @@ command -v dpkg-deb >/dev/null || {
   exit 2
 }
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/dist-check.XXXXXX")
+# Not under /tmp, /var/tmp or /home: the agent refuses a maintenance flag
+# there (the unit hides those from it); /dev/shm is on every Linux.
+scratch_root=/dev/shm
+[ -d "$scratch_root" ] || scratch_root="$ROOT/target"
+scratch=$(mktemp -d "$scratch_root/dist-check.XXXXXX")
 server_pid=
 agent_pid=
 cleanup() {
@@ -281,9 +286,23 @@ for deb in "${debs[@]}"; do
       not_ok "systemd-analyze verify (exit $verify_rc):"
       printf '     %s\n' "$verify_out"
     fi
+    # The sandbox, scored offline (no running systemd needed): 4.0 or less
+    # is what the unit promises (issue 21); 9.0 (UNSAFE) before it was
+    # hardened.
+    security_out=$(cd "$dir/verify" && systemd-analyze security --offline=yes --no-pager failover-agent.service 2>&1)
+    exposure=$(sed -n 's/^.*Overall exposure level for failover-agent.service: \([0-9.]*\).*$/\1/p' <<<"$security_out")
+    if [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 4.0) }'; then
+      ok "systemd-analyze security: exposure $exposure <= 4.0"
+    else
+      not_ok "systemd-analyze security: exposure ${exposure:-unknown} (must be <= 4.0):"
+      grep -E '✗|Overall' <<<"$security_out" | sed 's/^/     /'
+    fi
   else
-    skip "systemd-analyze verify: systemd-analyze not installed (apt-get install systemd)"
+    skip "systemd-analyze verify and security: systemd-analyze not installed (apt-get install systemd)"
   fi
+  # A flood of connections meets the API's cap, not the fd limit.
+  nofile=$(sed -n 's/^LimitNOFILE=\([0-9]*\)$/\1/p' "$unit")
+  check "the unit sets LimitNOFILE >= 16384 (${nofile:-unset})" test "${nofile:-0}" -ge 16384
 
   # --- the binary ---
   bin=$root/usr/bin/failover-agent
@@ -315,7 +334,7 @@ for deb in "${debs[@]}"; do
   verdict $? "--version says $upstream ($how)"
   # The shipped example config must satisfy the shipped binary; only the
   # token file is pointed into the scratch dir.
-  echo "dist-check-token" >"$dir/token"
+  (umask 077 && echo "dist-check-token-$$" >"$dir/token")
   sed "s#^token_file = \"[^\"]*\"#token_file = \"$dir/token\"#" "$root/etc/failover-agent/config.toml" >"$dir/config.toml"
   run_bin "$bin" --config "$dir/config.toml" check-config >"$dir/check-config.out" 2>&1
   verdict $? "check-config accepts the packaged config ($how)"

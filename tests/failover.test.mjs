@@ -209,7 +209,7 @@ test("every attempt timed out: 504", async () => {
 test("fail-back after HEALTH_RISE good background probes", async () => {
   const { primary, worker, close } = await setup({ HEALTH_INTERVAL_MS: "200", HEALTH_RISE: "3" });
   try {
-    primary.mode = 503;
+    primary.mode = 530;
     const first = await worker.fetch("/");
     assert.equal(first.headers.get("x-served-by"), "replica");
     await first.arrayBuffer();
@@ -232,7 +232,7 @@ test("fail-back after HEALTH_RISE good background probes", async () => {
 test("a probe failure restarts the rise count (no flapping back)", async () => {
   const { primary, worker, close } = await setup({ HEALTH_INTERVAL_MS: "150", HEALTH_RISE: "2" });
   try {
-    primary.mode = 503;
+    primary.mode = 530;
     await (await worker.fetch("/")).arrayBuffer();
     // Probes alternate good and bad: never two good in a row, so the
     // primary must stay down however many probes run.

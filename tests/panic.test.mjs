@@ -26,7 +26,7 @@ test("a panic is recovered and the lease dies with the instance", { skip: !exist
     await replica.stop();
   });
 
-  primary.mode = 503;
+  primary.mode = 530;
   let res = await worker.fetch("/a");
   assert.equal(res.headers.get("x-served-by"), "replica");
   await res.text();

@@ -72,7 +72,7 @@ test("colo: a live answer on the fast path beats an older shared down", async ()
     // window, the scenario says so and runs again.
     for (let run = 1; ; run++) {
       await (await isolates.fetch("a", `/warm${run}`)).arrayBuffer();
-      primary.mode = 500;
+      primary.mode = 530;
       const failed = await isolates.fetch("b", `/fail${run}`); // b marks it down and shares that
       assert.equal(failed.headers.get("x-served-by"), "replica");
       await failed.arrayBuffer();
@@ -109,7 +109,7 @@ test("colo: a recovered primary is shared too", async () => {
     { name: "b", bindings: { ...base, HEALTH_INTERVAL_MS: "60000" } },
   ]);
   try {
-    primary.mode = 503;
+    primary.mode = 530;
     await (await isolates.fetch("a", "/")).arrayBuffer();
     await eventually(async () => (await status(isolates, "b")).origins[0].local.state === "down");
     primary.mode = "ok";

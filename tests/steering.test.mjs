@@ -127,10 +127,10 @@ for (const policy of ["weighted", "hash"]) {
       assert.equal(standby.hits(), 0, "a weight-0 origin is not tried while others are up");
       assert.ok(b.hits() > 0 && c.hits() > 0, `b ${b.hits()}, c ${c.hits()}`);
 
-      // One refuses connections, the other answers 503: both fail, and the
-      // standby takes over, marked as a failover (the policy meant b or c).
+      // One refuses connections, the other's tunnel has no connector (530):
+      // both are down at once, and the standby takes over, marked as a failover (the policy meant b or c).
       await b.stop();
-      c.mode = 503;
+      c.mode = 530;
       for (let i = 0; i < 10; i++) {
         const r = await send(worker, `/down/${i}`, { method: i === 0 ? "GET" : methodFor(i), headers: { "x-user": `user-${i}` } });
         assert.equal(r.status, 200, `request ${i}: ${r.text}`);
@@ -181,9 +181,9 @@ test("hash on a header: a user stays on one origin; only the failed origin's use
     }
     assert.deepEqual([...keyless].sort(), ["a", "b"], "requests without the header are spread, not hashed to one origin");
 
-    // a fails. A GET first, per user: a POST is not replayed after a 5xx,
-    // and only a request that finds a already down skips it.
-    a.mode = 503;
+    // a's tunnel loses its connector (530, which the edge says before the
+    // request reaches a): a is down at once, and every method goes to b.
+    a.mode = 530;
     for (const user of users) {
       for (const method of ["GET", "POST", "GET"]) {
         const r = await send(worker, `/during`, { method, headers: as(user) });
@@ -355,7 +355,7 @@ test("affinity temporary: a pinned client is served elsewhere while its origin i
     // Pinned to b, the second origin: "always the primary" cannot pass.
     const tokens = await tokensByOrigin(worker, ["a", "b"]);
     const pinnedToB = { cookie: `${COOKIE}=${tokens.get("b")}` };
-    b.mode = 503;
+    b.mode = 530;
     for (let i = 0; i < 6; i++) {
       const r = await send(worker, `/away/${i}`, { method: methodFor(i), headers: pinnedToB });
       assert.equal(r.status, 200, `request ${i}: ${r.text}`);
@@ -388,7 +388,7 @@ test("affinity sticky: a pinned client served elsewhere is re-pinned there, and 
   try {
     const tokens = await tokensByOrigin(worker, ["a", "b"]);
     const pinnedToB = { cookie: `${COOKIE}=${tokens.get("b")}` };
-    b.mode = 503;
+    b.mode = 530;
     let moved;
     for (let i = 0; i < 4; i++) {
       const r = await send(worker, `/away/${i}`, { method: methodFor(i), headers: pinnedToB });

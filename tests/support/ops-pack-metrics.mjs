@@ -7,7 +7,7 @@
 // metricSelectors (PromQL), exportedMetrics (the agent's GET /metrics, or
 // its source when the binary is not built).
 import { spawn } from "node:child_process";
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -433,11 +433,13 @@ async function freePort() {
  * Returns the text of one GET /metrics; the agent is killed whatever happens.
  */
 async function scrapeAgent(binary) {
-  const dir = mkdtempSync(join(tmpdir(), "ops-pack-agent-"));
+  // Not under /tmp or /home, where the agent refuses a maintenance flag.
+  const dir = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "ops-pack-agent-"));
   try {
     for (let attempt = 1; ; attempt++) {
       const [port, closed] = [await freePort(), await freePort()];
-      writeFileSync(join(dir, "token"), "ops-pack-token\n");
+      // Owner-only and at least 16 characters, or the agent refuses it.
+      writeFileSync(join(dir, "token"), "ops-pack-token-for-tests\n", { mode: 0o600 });
       writeFileSync(
         join(dir, "agent.toml"),
         `role = "primary"

@@ -38,8 +38,11 @@ export async function freePort() {
   return port;
 }
 
+// Not under /tmp, /var/tmp or /home: the agent refuses a maintenance flag
+// there (the packaged unit hides those from it); /dev/shm is on every Linux.
 export function scratch() {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "tunnel-failover-system-"));
+  const root = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
+  const dir = mkdtempSync(path.join(root, "tunnel-failover-system-"));
   writeFileSync(path.join(dir, "token"), `system-${process.pid}-${Date.now()}\n`, { mode: 0o600 });
   return dir;
 }

@@ -4,10 +4,9 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use failover_core::secret::bearer_matches;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE};
@@ -16,9 +15,32 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::Semaphore;
 
 use crate::log;
+use crate::refusals::RefusalLog;
+use crate::signed_order::{Caller, Verifier};
 use crate::state::Shared;
+
+/// Connections served at once; more are closed as soon as they are
+/// accepted. Every connection holds a file descriptor, and the agent's own
+/// app checks, peer looks and `systemctl` calls need some too: a flood of
+/// idle connections must cost the API, never the decisions. A pair's
+/// agents and an operator use a handful; with `LimitNOFILE=65536` in the
+/// unit the cap, not the limit, is what a flood meets.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// How long a connection may take to send its request head. The agents'
+/// own requests are one packet on a LAN; a client that opens a connection
+/// and says nothing frees its slot after this.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the order endpoints remember between requests.
+#[derive(Default)]
+struct Orders {
+    verifier: Mutex<Verifier>,
+    refusals: Mutex<RefusalLog>,
+}
 
 /// SO_REUSEADDR: a restarted agent must not crash-loop on EADDRINUSE while
 /// the previous socket sits in TIME_WAIT.
@@ -34,6 +56,9 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let orders = Arc::new(Orders::default());
+    let mut over_cap = RefusalLog::default();
     loop {
         let (stream, remote) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -43,15 +68,31 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
+        // Closed at once, unread: a slot is freed by an answer or by
+        // HEADER_READ_TIMEOUT, whichever comes first.
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            drop(stream);
+            if let Some(n) = over_cap.record(shared.now_ms()) {
+                log::warn(&format!(
+                    "{n} connection(s) closed unserved: {MAX_CONNECTIONS} already open (the \
+                     latest from {}); at most one such line a minute",
+                    remote.ip()
+                ));
+            }
+            continue;
+        };
         let shared = Arc::clone(&shared);
+        let orders = Arc::clone(&orders);
         tokio::spawn(async move {
+            let _slot = slot;
             let service = service_fn(move |request| {
                 let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(route(&shared, request, remote).await) }
+                let orders = Arc::clone(&orders);
+                async move { Ok::<_, Infallible>(route(&shared, &orders, request, remote).await) }
             });
             let _ = http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10))
+                .header_read_timeout(HEADER_READ_TIMEOUT)
                 .keep_alive(false)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
@@ -74,7 +115,12 @@ fn json(status: StatusCode, value: serde_json::Value) -> Answer {
     answer(status, "application/json", value.to_string())
 }
 
-async fn route(shared: &Arc<Shared>, request: Request<Incoming>, remote: SocketAddr) -> Answer {
+async fn route(
+    shared: &Arc<Shared>,
+    orders: &Orders,
+    request: Request<Incoming>,
+    remote: SocketAddr,
+) -> Answer {
     let path = request.uri().path().to_string();
     match (request.method(), path.as_str()) {
         (&Method::GET, "/health") => health(shared),
@@ -89,22 +135,39 @@ async fn route(shared: &Arc<Shared>, request: Request<Incoming>, remote: SocketA
                 .headers()
                 .get(AUTHORIZATION)
                 .and_then(|v| v.to_str().ok());
-            if !bearer_matches(header, &shared.config.token) {
-                log::warn(&format!(
-                    "POST {path} from {} refused: missing or wrong bearer token",
-                    remote.ip()
-                ));
-                return json(
-                    StatusCode::UNAUTHORIZED,
-                    serde_json::json!({"error": "unauthorized"}),
-                );
-            }
+            let checked = lock(&orders.verifier).check(
+                header,
+                &shared.config.token,
+                request.method().as_str(),
+                &path,
+                shared.config.role,
+                unix_ms(),
+            );
+            let caller = match checked {
+                Ok(caller) => caller,
+                Err(refusal) => {
+                    // Counted, and logged at most once a minute: anyone who
+                    // reaches `listen` can send these as fast as they like.
+                    if let Some(n) = lock(&orders.refusals).record(shared.now_ms()) {
+                        log::warn(&format!(
+                            "POST {path} from {} refused: {}; {n} order(s) refused since the last \
+                         such line (at most one a minute)",
+                            remote.ip(),
+                            refusal.as_str()
+                        ));
+                    }
+                    return json(
+                        StatusCode::UNAUTHORIZED,
+                        serde_json::json!({"error": "unauthorized"}),
+                    );
+                }
+            };
             let order = match path.as_str() {
                 "/failover/start" => Order::Start,
                 "/failover/stop" => Order::Stop,
                 _ => Order::Handover,
             };
-            failover(shared, order, remote).await
+            failover(shared, order, remote, caller).await
         }
         (
             _,
@@ -212,7 +275,12 @@ impl Order {
     }
 }
 
-async fn failover(shared: &Arc<Shared>, order: Order, remote: SocketAddr) -> Answer {
+async fn failover(
+    shared: &Arc<Shared>,
+    order: Order,
+    remote: SocketAddr,
+    caller: Caller,
+) -> Answer {
     let verb = order.verb();
     if order == Order::Handover {
         if let Err(refused) = shared.node().accepts_handover() {
@@ -231,8 +299,12 @@ async fn failover(shared: &Arc<Shared>, order: Order, remote: SocketAddr) -> Ans
         Order::Stop => "stopping",
         Order::Start | Order::Handover => "starting",
     };
+    let who = match caller {
+        Caller::Peer => "the peer agent (signed)",
+        Caller::Operator => "an operator (bearer token)",
+    };
     log::notice(&format!(
-        "POST /failover/{verb} from {}: {doing} the local connector",
+        "POST /failover/{verb} from {}, {who}: {doing} the local connector",
         remote.ip()
     ));
     // In a task of its own: hyper drops this handler when the client hangs
@@ -313,4 +385,17 @@ async fn failover(shared: &Arc<Shared>, order: Order, remote: SocketAddr) -> Ans
             )
         }
     }
+}
+
+/// A poisoned lock only means a task panicked mid-update; what it guards is
+/// still the best there is.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The wall clock in unix milliseconds: signed orders carry the sender's.
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

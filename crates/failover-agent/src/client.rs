@@ -68,13 +68,14 @@ impl Client {
             .map(|r| r.status)
     }
 
+    /// A POST with no body; `authorization` is the whole header value.
     pub async fn post(
         &self,
         url: &Url,
-        bearer: &str,
+        authorization: &str,
         timeout: Duration,
     ) -> Result<Response, String> {
-        self.send("POST", url, Some(bearer), Body::Read, timeout)
+        self.send("POST", url, Some(authorization), Body::Read, timeout)
             .await
     }
 
@@ -82,11 +83,11 @@ impl Client {
         &self,
         method: &str,
         url: &Url,
-        bearer: Option<&str>,
+        authorization: Option<&str>,
         body: Body,
         timeout: Duration,
     ) -> Result<Response, String> {
-        match tokio::time::timeout(timeout, self.exchange(method, url, bearer, body)).await {
+        match tokio::time::timeout(timeout, self.exchange(method, url, authorization, body)).await {
             Ok(result) => result,
             Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
         }
@@ -96,7 +97,7 @@ impl Client {
         &self,
         method: &str,
         url: &Url,
-        bearer: Option<&str>,
+        authorization: Option<&str>,
         body: Body,
     ) -> Result<Response, String> {
         let tcp = TcpStream::connect((url.host.as_str(), url.port))
@@ -112,8 +113,8 @@ impl Client {
                 "user-agent",
                 concat!("failover-agent/", env!("CARGO_PKG_VERSION")),
             );
-        if let Some(token) = bearer {
-            request = request.header("authorization", format!("Bearer {token}"));
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
         }
         let request = request
             .body(Empty::<Bytes>::new())

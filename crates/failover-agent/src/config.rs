@@ -4,7 +4,8 @@
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use failover_core::node::{AppTiming, Role, Timing, Topology};
@@ -13,7 +14,18 @@ use toml::{Table, Value};
 use crate::url::Url;
 
 pub const DEFAULT_PATH: &str = "/etc/failover-agent/config.toml";
+/// Shared tunnel: the peer agent must reach the API.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8790";
+/// Tunnel per node: no peer calls this agent; only the operator's `status`
+/// and local scrapes, so nothing off the host may reach it unless asked.
+pub const DEFAULT_LISTEN_PER_NODE: &str = "127.0.0.1:8790";
+/// Shorter tokens are refused: the token keys the peers' HMAC and guards
+/// `POST /failover/*` from anyone who can reach `listen`.
+pub const MIN_TOKEN_CHARS: usize = 16;
+/// Where the packaged unit's sandbox hides files from the daemon
+/// (`PrivateTmp=yes`, `ProtectHome=yes`): a maintenance flag there is set by
+/// the operator's shell and never seen by the agent.
+const HIDDEN_FROM_THE_UNIT: &[&str] = &["/tmp", "/var/tmp", "/home", "/root", "/run/user"];
 pub const DEFAULT_FLAG: &str = "/var/lib/failover-agent/maintenance";
 pub const DEFAULT_UNIT: &str = "cloudflared.service";
 pub const DEFAULT_EGRESS_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
@@ -123,7 +135,7 @@ impl Config {
     }
 
     /// Reads and parses the file, then the token file it names.
-    pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let mut config = Config::load_settings(path)?;
         config.token = read_token(&config.token_file)?;
         Ok(config)
@@ -132,7 +144,7 @@ impl Config {
     /// Reads and parses the file, leaving the token unread: what `status`
     /// and `maintenance` need, run by an operator who may not read the
     /// root-only token file.
-    pub fn load_settings(path: &std::path::Path) -> Result<Config, ConfigError> {
+    pub fn load_settings(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| err("--config", format!("cannot read {}: {e}", path.display())))?;
         Config::parse(&text)
@@ -197,9 +209,10 @@ impl Config {
                      connector, no node is primary); remove it",
                 )),
             };
-        let listen_text = top
-            .string("listen")?
-            .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+        let listen_text = top.string("listen")?.unwrap_or_else(|| match topology {
+            Topology::SharedTunnel => DEFAULT_LISTEN.to_string(),
+            Topology::TunnelPerNode => DEFAULT_LISTEN_PER_NODE.to_string(),
+        });
         let listen = listen_text.parse::<SocketAddr>().map_err(|_| {
             err(
                 "listen",
@@ -216,6 +229,17 @@ impl Config {
             top.string("maintenance_flag")?
                 .unwrap_or_else(|| DEFAULT_FLAG.to_string()),
         );
+        if let Some(hidden) = hidden_from_the_unit(&maintenance_flag) {
+            return Err(err(
+                "maintenance_flag",
+                format!(
+                    "{} is under {hidden}, which the packaged unit hides from the agent \
+                     (PrivateTmp=yes, ProtectHome=yes): `maintenance on` would set a flag the \
+                     running agent never sees; use a path under /var/lib/failover-agent",
+                    maintenance_flag.display()
+                ),
+            ));
+        }
         let defaults = Timing::default();
         let timing = Timing {
             poll_interval_ms: top
@@ -390,7 +414,49 @@ impl Config {
     }
 }
 
-fn read_token(token_file: &std::path::Path) -> Result<String, ConfigError> {
+/// The hidden directory `path` lies in, judged on the path as written with
+/// `.` and `..` resolved (a symlink is not followed: the file need not
+/// exist yet).
+fn hidden_from_the_unit(path: &Path) -> Option<&'static str> {
+    let mut normal = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    HIDDEN_FROM_THE_UNIT
+        .iter()
+        .copied()
+        .find(|dir| normal.starts_with(dir))
+}
+
+/// The token, refused when others may read it or it is too short to key
+/// an HMAC worth the name.
+fn read_token(token_file: &Path) -> Result<String, ConfigError> {
+    let mode = std::fs::metadata(token_file)
+        .map_err(|e| {
+            err(
+                "token_file",
+                format!("cannot read {}: {e}", token_file.display()),
+            )
+        })?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(err(
+            "token_file",
+            format!(
+                "{} is readable by group or others (mode {:04o}): anyone on the host who reads \
+                 it can order this node's connector stopped; chmod 600 it",
+                token_file.display(),
+                mode & 0o7777
+            ),
+        ));
+    }
     let token = std::fs::read_to_string(token_file)
         .map_err(|e| {
             err(
@@ -404,6 +470,17 @@ fn read_token(token_file: &std::path::Path) -> Result<String, ConfigError> {
         return Err(err(
             "token_file",
             format!("{} is empty", token_file.display()),
+        ));
+    }
+    let chars = token.chars().count();
+    if chars < MIN_TOKEN_CHARS {
+        return Err(err(
+            "token_file",
+            format!(
+                "the token in {} has {chars} characters; at least {MIN_TOKEN_CHARS} are needed \
+                 (it keys the peers' signed orders), e.g. `head -c 32 /dev/urandom | base64`",
+                token_file.display()
+            ),
         ));
     }
     Ok(token)
@@ -596,6 +673,17 @@ ready_url = "http://127.0.0.1:20241/ready"
         let c = Config::parse(PER_NODE).expect("per node");
         assert_eq!((c.topology, c.role), (Topology::TunnelPerNode, Role::Node));
         assert!(c.peer_agent_url.is_none());
+        // No peer calls a tunnel-per-node agent: loopback unless asked.
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8790");
+        assert_eq!(
+            Config::parse(SHARED).expect("shared").listen.to_string(),
+            "0.0.0.0:8790"
+        );
+        let open = format!("listen = \"0.0.0.0:9000\"\n{PER_NODE}");
+        assert_eq!(
+            Config::parse(&open).expect("listen").listen.to_string(),
+            "0.0.0.0:9000"
+        );
         let text = format!("{PER_NODE}[app]\nhealth_url = \"http://127.0.0.1:80/health\"\n");
         let app = Config::parse(&text).expect("app").app.expect("[app]");
         assert_eq!(
@@ -669,6 +757,18 @@ ready_url = "http://127.0.0.1:20241/ready"
             ),
             (format!("app = 3\n{PER_NODE}"), "app", "must be a table"),
         ];
+        let flag = |path: &str| format!("maintenance_flag = {path:?}\n{PER_NODE}");
+        let mut table = table;
+        for path in [
+            "/tmp/maintenance",
+            "/var/tmp/failover/maintenance",
+            "/home/ops/maintenance",
+            "/root/maintenance",
+            "/var/lib/../../tmp/maintenance",
+            "/./tmp/maintenance",
+        ] {
+            table.push((flag(path), "maintenance_flag", "hides from the agent"));
+        }
         for (text, key, phrase) in table {
             match Config::parse(&text) {
                 Ok(_) => panic!("accepted, expected an error on `{key}`:\n{text}"),
@@ -677,6 +777,19 @@ ready_url = "http://127.0.0.1:20241/ready"
                     assert!(e.reason.contains(phrase), "{e} lacks {phrase:?}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_flag_outside_the_hidden_directories_is_accepted() {
+        for path in [
+            "/var/lib/failover-agent/maintenance",
+            "/srv/tmp/maintenance",
+            "/homes/maintenance",
+            "/dev/shm/maintenance",
+        ] {
+            let text = format!("maintenance_flag = {path:?}\n{PER_NODE}");
+            assert!(Config::parse(&text).is_ok(), "{path}");
         }
     }
 

@@ -10,8 +10,10 @@
 //! to the peer agent), [`client`] and [`url`] (outbound HTTP with deadlines),
 //! [`readiness`] (reading cloudflared's `/ready`), [`state`] (what loop and
 //! API share, and how decisions are carried out), [`status_text`] (`status`
-//! for a person), [`build`], [`sd_notify`],
-//! [`log`].
+//! for a person), [`signed_order`] (who may give an order: an operator's
+//! bearer token or the peer's HMAC), [`refusals`] (refused orders, one log
+//! line a minute), [`build`], [`sd_notify`], [`log`] (one line each, control
+//! characters escaped).
 
 pub mod api;
 pub mod build;
@@ -23,7 +25,9 @@ pub mod metrics;
 pub mod monitor;
 pub mod peer;
 pub mod readiness;
+pub mod refusals;
 pub mod sd_notify;
+pub mod signed_order;
 pub mod state;
 pub mod status_text;
 pub mod url;

@@ -1,8 +1,19 @@
 //! One line per decision or transition, on stderr. Under systemd (which sets
 //! JOURNAL_STREAM) each line carries a `<N>` priority prefix that journald
 //! turns into the entry's priority.
+//!
+//! A line is always one line: control characters are escaped wherever they
+//! come from, so a peer or app that answers `"\n<3>..."` cannot forge a
+//! journal entry of its own. Text another party chose goes through
+//! [`quoted`], which also bounds its length.
 
+use std::fmt::Write as _;
 use std::io::Write;
+
+/// The most bytes of another party's text (a peer's refusal, a redirect's
+/// `Location`) that one line carries: enough to read why, too little to
+/// flood the journal.
+pub const QUOTED_MAX: usize = 512;
 
 #[derive(Clone, Copy)]
 pub enum Level {
@@ -33,6 +44,7 @@ impl Level {
 }
 
 pub fn line(level: Level, message: &str) {
+    let message = escape_controls(message);
     let text = if std::env::var_os("JOURNAL_STREAM").is_some() {
         format!("<{}>{message}\n", level.priority())
     } else {
@@ -56,4 +68,97 @@ pub fn warn(message: &str) {
 
 pub fn error(message: &str) {
     line(Level::Error, message);
+}
+
+/// `message` with every control character (newline, carriage return, ESC,
+/// C1 controls...) written as a Rust-style escape; everything else as is.
+fn escape_controls(message: &str) -> std::borrow::Cow<'_, str> {
+    if !message.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len() + 8);
+    for c in message.chars() {
+        push_escaped(&mut out, c, false);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn push_escaped(out: &mut String, c: char, in_quotes: bool) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '"' | '\\' if in_quotes => {
+            out.push('\\');
+            out.push(c);
+        }
+        c if c.is_control() => {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        }
+        c => out.push(c),
+    }
+}
+
+/// Another party's text for a log line: in double quotes, control
+/// characters, quotes and backslashes escaped, at most [`QUOTED_MAX`] bytes
+/// inside the quotes (cut on a character boundary), and how much was cut.
+pub fn quoted(text: &str) -> String {
+    let mut inside = String::new();
+    let mut taken = 0;
+    for c in text.chars() {
+        let mut one = String::new();
+        push_escaped(&mut one, c, true);
+        if inside.len() + one.len() > QUOTED_MAX {
+            break;
+        }
+        inside.push_str(&one);
+        taken += c.len_utf8();
+    }
+    let cut = text.len() - taken;
+    if cut == 0 {
+        format!("\"{inside}\"")
+    } else {
+        format!("\"{inside}\" ({cut} more bytes not shown)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_stays_one_line() {
+        let forged = "refused\n<3>forged entry\r\x1b[31m\u{85}end";
+        let escaped = escape_controls(forged);
+        assert_eq!(escaped, "refused\\n<3>forged entry\\r\\u{1b}[31m\\u{85}end");
+        assert!(!escaped.chars().any(char::is_control));
+        assert!(matches!(
+            escape_controls("plain <3> text"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn quoted_text_is_escaped_and_bounded() {
+        assert_eq!(quoted("busy"), "\"busy\"");
+        assert_eq!(quoted("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+        let huge = "x".repeat(10_000);
+        let q = quoted(&huge);
+        assert!(
+            q.starts_with(&format!("\"{}\"", "x".repeat(QUOTED_MAX))),
+            "{q}"
+        );
+        assert!(q.ends_with("(9488 more bytes not shown)"), "{q}");
+        // Multi-byte characters and escapes are never split.
+        for text in [
+            "é".repeat(600),
+            "\n".repeat(600),
+            format!("x{}", "€".repeat(300)),
+        ] {
+            let q = quoted(&text);
+            let inside = q[1..].split('"').next().unwrap_or_default();
+            assert!(inside.len() <= QUOTED_MAX, "{} bytes", inside.len());
+            assert!(!q.chars().any(char::is_control));
+        }
+    }
 }

@@ -198,7 +198,9 @@ fn probe_egress(config: &Config) {
             "warning: egress.url {url} redirects (HTTP {} to {}): every egress check will \
              fail; give the URL it redirects to, one that answers 2xx itself",
             r.status,
-            r.location.as_deref().unwrap_or("no Location")
+            r.location
+                .as_deref()
+                .map_or_else(|| "no Location".to_string(), log::quoted)
         ),
         Ok(r) => println!(
             "warning: egress.url {url} answered HTTP {}: egress checks fail until it answers 2xx",

@@ -158,7 +158,10 @@ async fn egress_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
             "{} redirects (HTTP {} to {}): egress.url must answer 2xx itself",
             config.egress_url,
             r.status,
-            r.location.as_deref().unwrap_or("no Location")
+            // The redirect's target is whatever the far end chose.
+            r.location
+                .as_deref()
+                .map_or_else(|| "no Location".to_string(), log::quoted)
         )),
         Ok(r) => Some(format!("{} answered HTTP {}", config.egress_url, r.status)),
         Err(e) => Some(format!("{}: {e}", config.egress_url)),

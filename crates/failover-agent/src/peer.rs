@@ -2,13 +2,14 @@
 //! asking it to stand down, handing it the tunnel. Every call has its own
 //! deadline, so a hung peer costs one bounded step.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use failover_core::node::PeerView;
 
 use crate::client::Response;
 use crate::log;
 use crate::readiness;
+use crate::signed_order;
 use crate::state::Shared;
 use crate::url::Url;
 
@@ -63,8 +64,9 @@ pub async fn ask_to_stop(shared: &Shared, peer_agent: &Url, retry_busy: Duration
         }
         Ok(r) => {
             log::warn(&format!(
-                "peer agent refused to stand down: HTTP {}",
-                r.status
+                "peer agent refused to stand down: HTTP {}{}",
+                r.status,
+                unauthorized_hint(r.status)
             ));
             Asked::Refused
         }
@@ -90,9 +92,10 @@ pub async fn hand_over(shared: &Shared, peer_agent: &Url, bound: Duration) -> As
         Ok(r) => {
             let why = String::from_utf8_lossy(&r.body);
             log::warn(&format!(
-                "peer agent refused the handover: HTTP {} {}",
+                "peer agent refused the handover: HTTP {} {}{}",
                 r.status,
-                why.trim()
+                log::quoted(why.trim()),
+                unauthorized_hint(r.status)
             ));
             Asked::Refused
         }
@@ -116,18 +119,41 @@ async fn post_order(
     let url = peer_agent.with_path(path);
     let deadline = shared.config.command_timeout + shared.config.probe_timeout;
     let until = tokio::time::Instant::now() + retry_busy;
+    let recipient = signed_order::peer_of(shared.config.role);
     loop {
         shared.alive();
-        let answer = shared
-            .client
-            .post(&url, &shared.config.token, deadline)
-            .await;
+        // Signed afresh for every try: the peer refuses a nonce twice.
+        let nonce = signed_order::nonce().ok_or("no randomness to sign the order with")?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| "the clock is before 1970: cannot sign the order")?;
+        let authorization = signed_order::sign(
+            &shared.config.token,
+            "POST",
+            // The API's own path, as the peer routes it: a base path in
+            // peer.agent_url belongs to a proxy in between.
+            path,
+            recipient,
+            u64::try_from(now.as_millis()).unwrap_or(u64::MAX),
+            &nonce,
+        );
+        let answer = shared.client.post(&url, &authorization, deadline).await;
         match answer {
             Ok(r) if is_busy(&r) && tokio::time::Instant::now() < until => {
                 tokio::time::sleep(READY_POLL).await;
             }
             other => return other,
         }
+    }
+}
+
+/// What a 401 from the peer usually means, for the log line.
+fn unauthorized_hint(status: u16) -> &'static str {
+    if status == 401 {
+        " (our signed order was refused: the two token files differ, the clocks are more than \
+         60 s apart, or the peer runs a version from before signed orders)"
+    } else {
+        ""
     }
 }
 

@@ -6,6 +6,8 @@
 // Test helpers: a failed unwrap here is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -108,7 +110,7 @@ async fn get(port: u16, path: &str) -> String {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_bad_app_endpoint_never_stalls_the_loop_or_the_api() {
-    let dir = std::env::temp_dir().join(format!("failover-agent-app-{}", std::process::id()));
+    let dir = support::scratch_root().join(format!("failover-agent-app-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (mode, expected) in [
         (BadApp::Hangs, r#""app":"down""#),

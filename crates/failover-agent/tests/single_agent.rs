@@ -4,7 +4,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{free_port, http, NodeSpec, Scratch, AGENT};
+use support::{free_port, http, NodeSpec, Scratch, AGENT, TOKEN};
 
 fn lone_standby() -> NodeSpec {
     NodeSpec {
@@ -34,8 +34,8 @@ fn api_endpoints_and_the_bearer_token() {
         None,
         Some("wrong"),
         Some("s3cret"),
-        Some("s3cret-toke"),
-        Some("s3cret-token-and-more"),
+        Some("s3cret-token-for-test"),
+        Some("s3cret-token-for-tests-and-more"),
     ] {
         for path in ["/failover/stop", "/failover/start"] {
             let answer = http("POST", port, path, bearer);
@@ -51,7 +51,7 @@ fn api_endpoints_and_the_bearer_token() {
         "a refused request must not start anything"
     );
     assert_eq!(
-        http("GET", port, "/failover/stop", Some("s3cret-token")).map(|a| a.0),
+        http("GET", port, "/failover/stop", Some(TOKEN)).map(|a| a.0),
         Some(405)
     );
     assert_eq!(http("GET", port, "/nope", None).map(|a| a.0), Some(404));
@@ -61,7 +61,7 @@ fn api_endpoints_and_the_bearer_token() {
     assert_eq!(status, 503);
     assert!(!body.contains("127.0.0.1"), "{body}");
 
-    let started = http("POST", port, "/failover/start", Some("s3cret-token"));
+    let started = http("POST", port, "/failover/start", Some(TOKEN));
     assert_eq!(started.map(|a| a.0), Some(200));
     assert!(support::eventually(10, || matches!(
         http("GET", port, "/connector/ready", None),
@@ -69,7 +69,7 @@ fn api_endpoints_and_the_bearer_token() {
     )));
     assert!(node.connector_running(&dir));
 
-    let stopped = http("POST", port, "/failover/stop", Some("s3cret-token"));
+    let stopped = http("POST", port, "/failover/stop", Some(TOKEN));
     assert_eq!(stopped.map(|a| a.0), Some(200));
     assert!(!node.connector_running(&dir));
 
@@ -244,6 +244,62 @@ fn config_errors_name_the_key_and_exit_before_binding() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("--config"));
 }
 
+/// check-config (and `run`) refuse a token file others may read, a short
+/// token, and a maintenance flag where the unit's sandbox hides it.
+#[test]
+fn check_config_refuses_an_open_or_short_token_and_a_hidden_flag() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Scratch::new("refusals");
+    let node = lone_standby();
+    let good = std::fs::read_to_string(node.write_config(&dir)).expect("config");
+    let token = dir.path("token");
+    let check = || {
+        let out = node.run_cli(&dir, &["check-config", "--no-probe"]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(check().0, Some(0), "{}", check().1);
+
+    for mode in [0o644, 0o640, 0o604, 0o660] {
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let (code, stderr) = check();
+        assert_eq!(code, Some(2), "mode {mode:o}: {stderr}");
+        assert!(stderr.contains("`token_file`"), "{stderr}");
+        assert!(stderr.contains("readable by group or others"), "{stderr}");
+    }
+    // `run` refuses the same, before binding anything.
+    let out = node.run_cli(&dir, &["run"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+
+    for short in ["abc", "fifteen-chars-x", "   padded    "] {
+        support::write_token(&token, short);
+        let (code, stderr) = check();
+        assert_eq!(code, Some(2), "{short:?}: {stderr}");
+        assert!(stderr.contains("`token_file`"), "{stderr}");
+        assert!(stderr.contains("at least 16"), "{stderr}");
+    }
+    // The secret itself never reaches the log.
+    support::write_token(&token, "fifteen-chars-x");
+    assert!(!check().1.contains("fifteen-chars-x"), "{}", check().1);
+    support::write_token(&token, "sixteen-chars-xy");
+    assert_eq!(check().0, Some(0), "{}", check().1);
+
+    let flag = node.flag(&dir).display().to_string();
+    for hidden in [
+        "/tmp/maintenance",
+        "/var/tmp/maintenance",
+        "/home/ops/maintenance",
+    ] {
+        std::fs::write(node.config_path(&dir), good.replacen(&flag, hidden, 1)).expect("config");
+        let (code, stderr) = check();
+        assert_eq!(code, Some(2), "{hidden}: {stderr}");
+        assert!(stderr.contains("`maintenance_flag`"), "{stderr}");
+        assert!(stderr.contains("PrivateTmp"), "{stderr}");
+    }
+}
+
 /// A standby whose peer "agent" is `peer`; returns once it took over.
 fn standby_takes_over_from(name: &str, setup_peer: impl FnOnce(u16) -> Box<dyn std::any::Any>) {
     let dir = Scratch::new(name);
@@ -278,12 +334,7 @@ fn an_operator_start_under_the_maintenance_flag_is_not_drained() {
         "{}",
         node.health()
     );
-    let started = http(
-        "POST",
-        node.agent_port,
-        "/failover/start",
-        Some("s3cret-token"),
-    );
+    let started = http("POST", node.agent_port, "/failover/start", Some(TOKEN));
     assert_eq!(started.map(|a| a.0), Some(200));
     std::thread::sleep(std::time::Duration::from_millis(support::POLL_MS * 3));
     let log = std::fs::read_to_string(dir.path("lone.log")).unwrap_or_default();

@@ -45,13 +45,40 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The shared token of the test agents: long enough for check-config.
+pub const TOKEN: &str = "s3cret-token-for-tests";
+
+/// Where scratch directories go: not under /tmp, /var/tmp or /home, where
+/// check-config refuses a maintenance flag (the packaged unit hides them
+/// from the agent). /dev/shm is on every Linux host and is no such place.
+pub fn scratch_root() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    }
+}
+
+/// Writes a token file as an operator must: readable by its owner only.
+pub fn write_token(path: &Path, token: &str) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .expect("token file");
+    writeln!(file, "{token}").expect("token written");
+}
+
 /// A scratch directory removed on drop.
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("failover-agent-{name}-{}", std::process::id()));
+        let dir = scratch_root().join(format!("failover-agent-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
         Scratch(dir)
@@ -190,7 +217,7 @@ impl NodeSpec {
     /// Writes the config (and the shared token file) and returns its path.
     pub fn write_config(&self, dir: &Scratch) -> PathBuf {
         let token = dir.path("token");
-        std::fs::write(&token, "s3cret-token\n").expect("token file");
+        write_token(&token, TOKEN);
         let pid = self.pidfile(dir);
         let direct = self
             .peer_connector_port
@@ -398,4 +425,68 @@ impl Drop for Pair {
                 .status();
         }
     }
+}
+
+/// A stand-in for the peer agent: answers every request with `status` and
+/// `body`, and keeps each request's head as sent (hyper writes header names
+/// in lowercase) for the test to read.
+pub struct FakePeer {
+    pub port: u16,
+    pub heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl FakePeer {
+    pub fn start(port: u16, status: u16, body: String) -> FakePeer {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("fake peer binds");
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&heads);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+                    match stream.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                kept.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        FakePeer { port, heads }
+    }
+
+    /// The `authorization` header of the first request for `path`.
+    pub fn authorization_of(&self, path: &str) -> Option<String> {
+        let heads = self.heads.lock().unwrap();
+        let head = heads.iter().find(|h| h.contains(&format!(" {path} ")))?;
+        head.lines()
+            .find_map(|l| l.strip_prefix("authorization: "))
+            .map(str::to_string)
+    }
+}
+
+/// One POST with a raw `Authorization` value; the status, if any answer.
+pub fn post_with(port: u16, path: &str, authorization: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: {authorization}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
 }
