@@ -17,8 +17,30 @@
 //! - [`proxy`]: the full path, the whole request the slow and complete way.
 //! - [`warm`]: runs the full path's pure code once per instance, so the
 //!   first failover is not also the first run of that code.
-//! - [`fast`]: the lease src/js/entry.mjs's fast path runs on (which origin,
-//!   until when), and the way back into [`proxy`] when that attempt fails.
+//! - [`fast`]: what src/js/entry.mjs's fast path runs on (the instance's
+//!   config once, then leases: which origin, until when), and the way back
+//!   into [`proxy`] when its attempt fails.
+//!
+//! The seam between Rust and JS, one rule:
+//! - **Decisions are Rust**, in `failover_core::edge`: anything a test
+//!   would put in a table (which origin, what counts as a failure, may this
+//!   be replayed, which cookie pins, when is work due). A decision gets a JS
+//!   twin only where the fast path must take it without entering Wasm, and
+//!   then the twin names its fixture in its header and is held to it: Rust
+//!   writes or reads the same rows (tests/fixtures/fast-path.json,
+//!   steering.json, route.json) and both languages' tests check them.
+//!   Today's twins: `rules.mjs` (classify), `lease.mjs` `upstreamUrl`
+//!   (target), `steer.mjs` (steering, affinity, cookies), `route.mjs`
+//!   (route). `silence.mjs` is the one rule with no Rust side (every
+//!   attempt is JS, so both paths ask it), held to its own table on a
+//!   simulated clock (tests/silence.test.mjs).
+//! - **Plumbing on JS objects is JS**: `fetch`, re-wrapping a `Response`,
+//!   copying `Headers`, timers, the lease's storage. Each such function is
+//!   declared once, in [`js_bridge`], and shared by both paths, so the
+//!   fast path and the full path do the same thing by construction.
+//! - What crosses the seam is plain data with named fields on both sides
+//!   (the instance's config and the lease in src/fast.rs and lease.mjs);
+//!   static data crosses once per Wasm instance, not per request.
 //!
 //! Nothing here may panic: a panic re-initialises the Wasm instance and wipes
 //! the health map, so every fallible call is handled.

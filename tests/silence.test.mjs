@@ -110,3 +110,34 @@ test("silence.mjs: an attempt outstanding past the attempt timeout never counts 
   attemptStarted(origin, 30_000);
   assert.equal(isSilent(origin, 300, timeoutMs, 30_400), true);
 });
+
+// The whole rule as a table, on a simulated clock: each row is a script of
+// events on one origin and the answer at the end. SILENCE_MS 300, attempt
+// timeout 1000 (+ LOST_AFTER_TIMEOUT_MS: an end lost for good).
+test("silence.mjs: the rule, row by row", async () => {
+  const { attemptStarted, attemptEnded, heard, isSilent } = await import("../src/js/silence.mjs");
+  const rows = [
+    // [what, events, now, silenceMs, expected]
+    ["off", [["start", 0]], 5_000, 0, false],
+    ["nothing outstanding", [], 5_000, 300, false],
+    ["outstanding, not yet SILENCE_MS", [["start", 0]], 300, 300, false],
+    ["outstanding past SILENCE_MS, nothing heard", [["start", 0]], 301, 300, true],
+    ["ended with an answer", [["start", 0], ["end", 0, true, 200]], 900, 300, false],
+    ["ended without one (timed out)", [["start", 0], ["end", 0, false, 1_000]], 1_100, 300, false],
+    ["heard from since the oldest began (another request's answer)", [["start", 0], ["heard", 100]], 900, 300, false],
+    ["heard from only before it began", [["heard", 0], ["start", 10]], 900, 300, true],
+    ["a late answer after its timeout ends the silence", [["start", 0], ["start", 500], ["heard", 600]], 900, 300, false],
+    ["the oldest ended, the next is young", [["start", 0], ["start", 700], ["end", 0, false, 800]], 900, 300, false],
+    ["the oldest ended, the next is old too", [["start", 0], ["start", 100], ["end", 0, false, 800]], 900, 300, true],
+    ["an end lost past timeout + margin no longer counts", [["start", 0]], 2_001, 300, false],
+  ];
+  rows.forEach(([what, events, now, silenceMs, expected], i) => {
+    const origin = 1_000 + i; // state is per origin index; these are the table's own
+    for (const [kind, at, answered, endAt] of events) {
+      if (kind === "start") attemptStarted(origin, at);
+      else if (kind === "end") attemptEnded(origin, at, answered, endAt);
+      else heard(origin, at);
+    }
+    assert.equal(isSilent(origin, silenceMs, 1_000, now), expected, what);
+  });
+});

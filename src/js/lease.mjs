@@ -3,7 +3,9 @@
 // (`revoke_lease`, imported by Rust) whenever the health map changes; in
 // between, requests go out without entering Wasm. What never changes while
 // a Wasm instance lives comes once per instance (`fast_config`, `configure`
-// here), not with every lease.
+// here), not with every lease. `upstreamUrl` is the twin of
+// failover_core::edge::target, held to tests/fixtures/fast-path.json
+// (tests/lease.test.mjs here, fast_path_fixture.rs in the core).
 
 // The instance's part, as `fast_config` returns it (src/fast.rs).
 export const instance = {

@@ -1,7 +1,9 @@
 // One request's route on the fast path: the JS twin of
-// failover_core::edge::route (src/route.rs in the core), composed of the same
-// pieces as there (steer.mjs: attemptOrder, pinnedOrigin, withAffinity),
-// which tests/fixtures/steering.json holds to Rust bit for bit. `steer` is
+// failover_core::edge::route (crates/failover-core/src/edge/route.rs), held
+// to tests/fixtures/route.json (written by the core's route_fixture.rs,
+// checked here by tests/route-fixture.test.mjs). It is composed of the
+// same pieces as there (steer.mjs: attemptOrder, pinnedOrigin,
+// withAffinity), which tests/fixtures/steering.json holds to Rust bit for bit. `steer` is
 // the lease's `steer` object (src/fast.rs `steering`; `allUp` is added by
 // lease.mjs's configure and grant).
 import { AFFINITY_COOKIE, attemptOrder, emitCookieFor, mayPin, pinnedOrigin, SET_COOKIE_NEVER, withAffinity } from "./steer.mjs";

@@ -1,4 +1,6 @@
-// Silence: an origin that has had an attempt outstanding (its request handed
+// Silence (no Rust twin: every attempt is JS, so both paths ask this one
+// definition; held to its table on a simulated clock in
+// tests/silence.test.mjs). An origin that has had an attempt outstanding (its request handed
 // over whole, body included; see attempt.mjs) for longer than
 // SILENCE_MS, and has sent no response headers to anyone since that attempt
 // began, is skipped by new requests (as if down, with x-failover) instead

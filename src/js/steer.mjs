@@ -1,6 +1,7 @@
 // Steering and session affinity for the fast path: the JS twins of
 // failover_core::edge::steering (`attemptOrder`, `rendezvousHash`, `ln`),
-// failover_core::edge::affinity (`pinnedOrigin`, `cookie`, `withAffinity`) and
+// failover_core::edge::affinity (`pinnedOrigin`, `withAffinity`),
+// failover_core::edge::cookies (`cookie`) and
 // `HashKey::key_in` (`hashKeyIn`). Both sides are held to
 // tests/fixtures/steering.json, by crates/failover-core/tests/steering_fixture.rs
 // and tests/steering-fixture.test.mjs: change a rule here and there together.
