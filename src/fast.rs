@@ -6,9 +6,11 @@
 //! (names, URLs, weights, tokens, cookies) it hands over once per instance
 //! (`fast_config`), not with every lease. While the lease holds,
 //! JS sends requests without entering Wasm at all; any change to the health
-//! map's routing revokes it (`Isolate::change_health`), and the full path (`fetch`,
-//! `fetch_after`) does all other work: bodies, the status endpoint, probes,
-//! shared-health reads, a failed attempt. `make bench` measured the two Wasm
+//! map's routing revokes it (`Isolate::change_health`). Periodic work (probes,
+//! colo reads, checker consultations) ends no lease: the request that finds
+//! it due starts it in the background (`periodic_work`). The full path
+//! (`fetch`, `fetch_after`) does all other work: bodies, the status
+//! endpoint, a failed attempt. `make bench` measured the two Wasm
 //! calls per request this replaces at about 3% of throughput.
 
 use failover_core::edge::affinity;
@@ -19,9 +21,9 @@ use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
 use worker::{js_sys, web_sys, Context, Env};
 
+use crate::forward;
 use crate::isolate::{self, Loaded};
 use crate::proxy::proxy;
-use crate::{clock, forward};
 
 /// What the fast path needs that never changes while this Wasm instance
 /// lives: asked for once per instance (src/js/lease.mjs `configure`), so no
@@ -59,16 +61,17 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
     Some(object(&fields))
 }
 
-/// The lease, or None when the full path has work to do first (a probe,
-/// colo read or checker consultation is due, a broken config, no healthy
-/// origin): which origin, until when, and (under steering) which origins
-/// are up. An object with the fields of `lease` in src/js/lease.mjs.
+/// The lease, or None when the full path must take every request (a broken
+/// config, no healthy origin): which origin, when periodic work is next
+/// due, and (under steering) which origins are up. An object with the
+/// fields of `lease` in src/js/lease.mjs. It holds until a health change
+/// revokes it.
 #[wasm_bindgen]
 pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
         return None;
     };
-    let lease = isolate.lease(clock::now_ms())?;
+    let lease = isolate.lease()?;
     let healthy = if needs_steering(&isolate.config) {
         let health = isolate.health();
         (0..isolate.config.origins.len())
@@ -80,7 +83,7 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     };
     let fields: [(&str, JsValue); 3] = [
         ("origin", JsValue::from_f64(lease.origin as f64)),
-        ("until", JsValue::from_f64(lease.until_ms as f64)),
+        ("workDue", JsValue::from_f64(lease.work_due_ms as f64)),
         ("healthy", healthy),
     ];
     Some(object(&fields))
@@ -173,6 +176,20 @@ fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
         ("cookies", cookies),
     ];
     object(&fields).into()
+}
+
+/// The periodic work a fast-path request found due (src/js/entry.mjs runs
+/// this in `ctx.waitUntil`, after its attempt is on its way): checker
+/// consultation, due probes, the colo read. Resolves to when work is next
+/// due, for the lease (`workDue` in lease.mjs).
+#[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
+pub async fn periodic_work(env: Env, ctx: worker::worker_sys::Context) -> f64 {
+    let Loaded::Ready(isolate) = isolate::load(&env) else {
+        return f64::INFINITY;
+    };
+    let ctx = Context::new(ctx);
+    crate::periodic::run(&isolate, &env, &ctx).await;
+    isolate.next_due_ms() as f64
 }
 
 /// The fast path's attempt against `origin` did not succeed; `result` is

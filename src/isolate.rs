@@ -64,9 +64,19 @@ impl Isolate {
         }
     }
 
-    /// The fast path's lease at `now_ms`, if any (`edge::Isolate::lease`).
-    pub fn lease(&self, now_ms: u64) -> Option<Lease> {
-        self.state.borrow().lease(now_ms)
+    /// The fast path's lease, if any origin is up (`edge::Isolate::lease`).
+    pub fn lease(&self) -> Option<Lease> {
+        self.state.borrow().lease()
+    }
+
+    /// Whether the health map calls some origin up.
+    pub fn any_up(&self) -> bool {
+        self.state.borrow().first_up().is_some()
+    }
+
+    /// When periodic work is next due (ms since the epoch).
+    pub fn next_due_ms(&self) -> u64 {
+        self.state.borrow().next_due_ms()
     }
 
     /// True when the colo's verdicts are due to be read (and the next read

@@ -14,6 +14,8 @@
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`global`]: the opt-in global checker (a Durable Object) and its cron.
+//! - [`periodic`]: the three above when due, beside a request, never
+//!   before it while some origin is up.
 //! - [`proxy`]: the full path, the whole request the slow and complete way.
 //! - [`warm`]: runs the full path's pure code once per instance, so the
 //!   first failover is not also the first run of that code.
@@ -56,6 +58,7 @@ mod global;
 mod isolate;
 mod js_bridge;
 mod log;
+mod periodic;
 mod probe;
 mod proxy;
 mod respond;

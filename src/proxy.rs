@@ -17,7 +17,7 @@ use worker::{js_sys, web_sys, Context, Env};
 use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
 use crate::isolate::Isolate;
-use crate::{access, clock, colo, global, js_bridge, log, probe, respond, status};
+use crate::{access, clock, colo, js_bridge, log, periodic, probe, respond, status};
 
 /// The whole request, the slow and complete way. `first` is an attempt the
 /// fast path (src/js/entry.mjs) already made and that did not succeed: the
@@ -33,8 +33,7 @@ pub async fn proxy(
     let config = &isolate.config;
     let url = req.url();
     let now = clock::now_ms();
-    colo::refresh(isolate, now).await;
-    global::consult_if_due(ctx, env, isolate, now);
+    periodic::start(isolate, env, ctx).await;
     let status_path = config
         .status_token
         .as_ref()
@@ -42,8 +41,6 @@ pub async fn proxy(
     if is_status_request(&url, &req.method(), status_path) {
         return status::answer(&req, isolate);
     }
-    probe::start_due(ctx, isolate, now);
-
     let method = req.method();
     let body = match body::RequestBody::prepare(&req, &method, isolate).await {
         Ok(body) => body,

@@ -5,7 +5,7 @@
 // The same hostile paths go through the whole Worker in forwarding.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { configure, grant, instance, lease, revoke_lease, upstreamUrl } from "../src/js/lease.mjs";
+import { configure, grant, instance, lease, revoke_lease, takeWork, upstreamUrl, workDone } from "../src/js/lease.mjs";
 import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
@@ -19,7 +19,7 @@ const STATUS_ENDPOINT = "status endpoint";
 function leased(statusPath) {
   const config = { names: ["primary"], bases: [ORIGIN], timeoutMs: 6000, silenceMs: 0, statusPath, steer: undefined };
   assert.equal(configure(config, 0), true);
-  assert.equal(grant({ origin: 0, until: Date.now() + 60_000, healthy: undefined }, 0), true);
+  assert.equal(grant({ origin: 0, workDue: Date.now() + 60_000, healthy: undefined }, 0), true);
   assert.equal(lease.base, ORIGIN);
 }
 
@@ -111,15 +111,29 @@ test("attempt results are named as in Rust (classify::ATTEMPT_*)", () => {
 
 test("a revoked lease is asked for again", () => {
   leased(undefined);
-  assert.ok(Date.now() < lease.until);
+  assert.equal(lease.valid, true);
   revoke_lease();
-  assert.equal(lease.until, 0);
+  assert.equal(lease.valid, false);
   assert.equal(grant(undefined, 0), false);
 });
 
 test("a lease from another Wasm instance than the configured one is refused", () => {
   leased(undefined);
   assert.equal(instance.id, 0);
-  assert.equal(grant({ origin: 0, until: Date.now() + 60_000 }, 1), false, "instance 1 was never configured");
+  assert.equal(grant({ origin: 0, workDue: 0 }, 1), false, "instance 1 was never configured");
   assert.equal(configure(undefined, 1), false, "a broken config configures nothing");
+});
+
+test("periodic work is taken by one request at a time, and is due again when Rust says", () => {
+  leased(undefined);
+  grant({ origin: 0, workDue: 1_000 }, 0);
+  assert.equal(takeWork(999), false, "not yet due");
+  assert.equal(takeWork(1_000), true, "due: this request starts it");
+  assert.equal(takeWork(5_000), false, "one run at a time");
+  workDone(1_250);
+  assert.equal(takeWork(1_249), false);
+  assert.equal(takeWork(1_250), true);
+  workDone(0); // a failed run: the next request tries again
+  assert.equal(takeWork(1), true);
+  assert.equal(lease.valid, true, "work, due or done, never ends the lease");
 });

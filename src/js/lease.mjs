@@ -1,7 +1,9 @@
 // The fast path's lease on Rust's decision (see src/fast.rs): which origin
-// takes requests, until when. Rust grants it (`fast_lease`) and revokes it
-// (`revoke_lease`, imported by Rust) whenever the health map changes; in
-// between, requests go out without entering Wasm. What never changes while
+// takes requests. Rust grants it (`fast_lease`) and revokes it
+// (`revoke_lease`, imported by Rust) whenever the health map's routing
+// changes; in between, requests go out without entering Wasm. Periodic
+// work does not end it: from `workDue` on, the next request also starts
+// that work in the background (entry.mjs). What never changes while
 // a Wasm instance lives comes once per instance (`fast_config`, `configure`
 // here), not with every lease. `upstreamUrl` is the twin of
 // failover_core::edge::target, held to tests/fixtures/fast-path.json
@@ -24,8 +26,9 @@ export const instance = {
 
 // The lease's part, as `fast_lease` returns it.
 export const lease = {
+  valid: false, // false: ask Rust again
   origin: -1,
-  until: 0, // ms; 0: ask Rust again
+  workDue: 0, // ms: from then on, the next request starts periodic work
   base: "", // the origin's, from the instance's bases
   name: "",
   instance: -1, // the Wasm instance that granted it
@@ -37,7 +40,7 @@ export const lease = {
 const evidence = [];
 
 export function revoke_lease() {
-  lease.until = 0;
+  lease.valid = false;
 }
 
 // Takes the instance's part as `fast_config` returns it; false when there
@@ -67,7 +70,7 @@ export function configure(config, id) {
 export function grant(granted, id) {
   if (granted === undefined || instance.id !== id) return false;
   lease.origin = granted.origin;
-  lease.until = granted.until;
+  lease.workDue = granted.workDue;
   lease.base = instance.bases[granted.origin];
   lease.name = instance.names[granted.origin];
   const steer = instance.steer;
@@ -76,7 +79,21 @@ export function grant(granted, id) {
     steer.allHealthy = granted.healthy.every((h) => h === true);
   }
   lease.instance = id;
+  lease.valid = true;
   return true;
+}
+
+// Whether the request at `now` should start the periodic work; if so, the
+// work is taken (one run at a time) until `workDone` says when it is next
+// due.
+export function takeWork(now) {
+  if (now < lease.workDue) return false;
+  lease.workDue = Infinity;
+  return true;
+}
+
+export function workDone(nextDue) {
+  if (lease.workDue === Infinity) lease.workDue = nextDue;
 }
 
 export function answered(origin) {

@@ -1,7 +1,10 @@
 //! Everything one Worker isolate keeps between requests, and the two
-//! questions its shell asks of it on every request: when is periodic work
-//! (a probe, a colo read, a checker consultation) next due, and may the
-//! fast path route on its own until then (the [`Lease`]). The edge's
+//! questions its shell asks of it: which origin the fast path may send
+//! requests to on its own (the [`Lease`], good until a change to the health
+//! map revokes it), and when periodic work (a probe, a colo read, a checker
+//! consultation) is next due. Periodic work ends no lease: the request that
+//! finds it due is sent as usual, and the work runs beside it, in the
+//! background (`ctx.waitUntil`), so no request waits for a cache read. The edge's
 //! counterpart of `node::Node`, in quinn-proto's shape: the machine owns its
 //! clocks and answers `next_due_ms`; the shell (src/isolate.rs) holds it in
 //! a `RefCell`, never across an `.await`, and carries out what it says.
@@ -30,11 +33,15 @@ pub struct Isolate {
 
 /// The fast path's lease on the isolate's decision: requests go to
 /// `origin` (or are routed by the fast path's twin of `route`, with the
-/// health it was given) until `until_ms`, without entering Wasm.
+/// health it was given) without entering Wasm, until a change to the health
+/// map revokes it ([`LeaseAfter::Revoked`]). From `work_due_ms` on, the
+/// next request also starts the periodic work, in the background.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
+    /// The first healthy origin, in priority order.
     pub origin: usize,
-    pub until_ms: u64,
+    /// When periodic work is next due (`Isolate::next_due_ms`).
+    pub work_due_ms: u64,
 }
 
 /// Whether a change to the health map ended the fast path's lease.
@@ -142,16 +149,21 @@ impl Isolate {
         .unwrap_or(u64::MAX)
     }
 
-    /// The fast path's lease at `now_ms`: the first healthy origin, until
-    /// the next periodic work is due. None when that work is due now (the
-    /// full path does it) or no origin is up (the full path walks them all).
-    pub fn lease(&self, now_ms: u64) -> Option<Lease> {
-        let until_ms = self.next_due_ms();
-        if until_ms <= now_ms {
-            return None;
-        }
-        let origin = (0..self.health.len()).find(|&i| self.health.is_up(i))?;
-        Some(Lease { origin, until_ms })
+    /// The fast path's lease: the first healthy origin, and when periodic
+    /// work is next due. None when no origin is up (the full path walks
+    /// them all, and waits for the colo's verdicts first: one may say an
+    /// origin is back).
+    pub fn lease(&self) -> Option<Lease> {
+        let origin = self.first_up()?;
+        Some(Lease {
+            origin,
+            work_due_ms: self.next_due_ms(),
+        })
+    }
+
+    /// The first origin the health map calls up, in priority order.
+    pub fn first_up(&self) -> Option<usize> {
+        (0..self.health.len()).find(|&i| self.health.is_up(i))
     }
 }
 
@@ -199,32 +211,34 @@ mod tests {
         .unwrap()
     }
 
+    fn lease(origin: usize, work_due_ms: u64) -> Option<Lease> {
+        Some(Lease {
+            origin,
+            work_due_ms,
+        })
+    }
+
     #[test]
-    fn a_fresh_isolate_has_work_due_at_once_and_no_lease() {
+    fn a_fresh_isolate_leases_at_once_with_work_due_beside_it() {
         let isolate = Isolate::new(&config(&[]));
         assert_eq!(
             isolate.next_due_ms(),
             0,
             "the first colo read and consultation"
         );
-        assert_eq!(isolate.lease(1_000), None);
+        assert_eq!(isolate.lease(), lease(0, 0));
     }
 
     #[test]
-    fn the_lease_runs_until_the_next_periodic_work() {
+    fn periodic_work_moves_when_it_is_due_not_the_lease() {
         let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
         assert!(isolate.take_colo_read(1_000));
         assert!(isolate.take_global_read(1_000));
         assert!(!isolate.take_colo_read(1_100), "at most every 250 ms");
         assert_eq!(isolate.next_due_ms(), 1_250);
-        assert_eq!(
-            isolate.lease(1_100),
-            Some(Lease {
-                origin: 0,
-                until_ms: 1_250
-            })
-        );
-        assert_eq!(isolate.lease(1_250), None);
+        assert_eq!(isolate.lease(), lease(0, 1_250));
+        assert!(isolate.take_colo_read(1_300));
+        assert_eq!(isolate.lease(), lease(0, 1_550));
     }
 
     #[test]
@@ -235,13 +249,7 @@ mod tests {
         ]));
         assert!(!isolate.take_colo_read(0));
         assert!(isolate.take_global_read(1_000));
-        assert_eq!(
-            isolate.lease(1_001),
-            Some(Lease {
-                origin: 0,
-                until_ms: 16_000
-            })
-        );
+        assert_eq!(isolate.lease(), lease(0, 16_000));
     }
 
     #[test]
@@ -253,18 +261,14 @@ mod tests {
         let (flip, after) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 20));
         assert!(flip.is_some());
         assert_eq!(after, LeaseAfter::Revoked);
-        // b serves now, until a's probe is due (one interval after the flip).
-        assert_eq!(
-            isolate.lease(30),
-            Some(Lease {
-                origin: 1,
-                until_ms: 15_020
-            })
-        );
+        // b serves now. Work is next due at the checker's consultation, just
+        // before a's probe (one interval after the flip).
+        assert_eq!(isolate.lease(), lease(1, 15_000));
+        assert_eq!(isolate.health().next_probe_ms(), Some(15_020));
         let (_, after) = isolate.change_health(|h| h.record_failure(1, Failure::Refused, 40));
         assert_eq!(after, LeaseAfter::Revoked);
         assert_eq!(
-            isolate.lease(50),
+            isolate.lease(),
             None,
             "no origin up: the full path walks them all"
         );
