@@ -10,7 +10,7 @@ use failover_core::edge::affinity::AffinityMode;
 use failover_core::edge::attempts::{AfterFailure, Attempts};
 use failover_core::edge::classify::Failure;
 use failover_core::edge::replay::BodyPlan;
-use failover_core::edge::route::route;
+use failover_core::edge::route::{route, Route};
 use failover_core::edge::target::{is_status_request, upstream_url};
 use worker::{js_sys, web_sys, Context, Env};
 
@@ -55,38 +55,12 @@ pub async fn proxy(
         }
     };
     let headers = req.headers();
-    let route = {
-        let health = isolate.health();
-        let key_header = header(&headers, config.hash_key.header());
-        let cookies = match config.affinity.mode {
-            AffinityMode::Cookie => header(&headers, "cookie"),
-            AffinityMode::Off => None,
-        };
-        // The fast path hands over the random number its route used, so the
-        // walk goes on from where it left off.
-        let random = random.unwrap_or_else(js_sys::Math::random);
-        // Silent origins (src/js/silence.mjs) are routed around as if down;
-        // the health map is not told.
-        let silence_ms = config.silence_ms as f64;
-        let timeout_ms = config.attempt_timeout_ms as f64;
-        let silent: Vec<bool> = (0..config.origins.len())
-            .map(|i| config.silence_ms > 0 && js_bridge::is_silent(i, silence_ms, timeout_ms))
-            .collect();
-        route(
-            config,
-            |i| health.is_up(i) && !silent.get(i).copied().unwrap_or(false),
-            config.hash_key.key_in(key_header.as_deref()),
-            cookies.as_deref(),
-            random,
-        )
-    };
-    let mut order = route.order.clone();
-    if let Some((tried, _)) = &first {
-        order.retain(|o| o != tried);
-        order.insert(0, *tried);
-    }
+    // The fast path hands over the random number its route used, so the
+    // walk goes on from where it left off.
+    let random = random.unwrap_or_else(js_sys::Math::random);
+    let first_tried = first.as_ref().map(|(tried, _)| *tried);
+    let (route, mut attempts) = plan(isolate, &headers, &method, body.plan(), random, first_tried);
     let https = url.starts_with("https:");
-    let mut attempts = Attempts::new(order, &method, body.plan());
     let Some(mut current) = attempts.first() else {
         return respond::plain(502, "no origin is configured");
     };
@@ -195,6 +169,48 @@ pub async fn proxy(
             }
         }
     }
+}
+
+/// The pure half of a request's walk: its route (steering, affinity,
+/// silent origins routed around as if down) and the attempts over it, with
+/// `first_tried` (the fast path's failed attempt) first. What src/warm.rs
+/// runs once per instance, so the first failover is not its first run.
+pub fn plan(
+    isolate: &Isolate,
+    headers: &web_sys::Headers,
+    method: &str,
+    body: BodyPlan,
+    random: f64,
+    first_tried: Option<usize>,
+) -> (Route, Attempts) {
+    let config = &isolate.config;
+    let health = isolate.health();
+    let key_header = header(headers, config.hash_key.header());
+    let cookies = match config.affinity.mode {
+        AffinityMode::Cookie => header(headers, "cookie"),
+        AffinityMode::Off => None,
+    };
+    // Silent origins (src/js/silence.mjs) are routed around as if down;
+    // the health map is not told.
+    let silence_ms = config.silence_ms as f64;
+    let timeout_ms = config.attempt_timeout_ms as f64;
+    let silent: Vec<bool> = (0..config.origins.len())
+        .map(|i| config.silence_ms > 0 && js_bridge::is_silent(i, silence_ms, timeout_ms))
+        .collect();
+    let route = route(
+        config,
+        |i| health.is_up(i) && !silent.get(i).copied().unwrap_or(false),
+        config.hash_key.key_in(key_header.as_deref()),
+        cookies.as_deref(),
+        random,
+    );
+    let mut order = route.order.clone();
+    if let Some(tried) = first_tried {
+        order.retain(|&o| o != tried);
+        order.insert(0, tried);
+    }
+    let attempts = Attempts::new(order, method, body);
+    (route, attempts)
 }
 
 fn header(headers: &web_sys::Headers, name: &str) -> Option<String> {

@@ -4,18 +4,17 @@
 //! first good response, against 3-6 ms for the next one. So, once per Wasm
 //! instance, right after the first lease is granted and off the client's
 //! path (`ctx.waitUntil` in src/js/entry.mjs), this runs the pure parts of
-//! that path once, harmlessly: no I/O and no state changed. It ends with the
+//! that path once (`proxy::plan`, the function the full path itself calls,
+//! then the walk over a few failures), harmlessly: no I/O and no state changed. It ends with the
 //! instance's one `instance_ready` log line: `make bench` found an isolate's
 //! first log line a large part of the first failover's extra cost (a
 //! failover logs), so it is written here, off the client's path.
 
-use failover_core::edge::attempts::Attempts;
 use failover_core::edge::classify::{
     classify_fetch_error, classify_response, Failure, ATTEMPT_TIMED_OUT,
 };
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::report;
-use failover_core::edge::route::route;
 use failover_core::edge::target::{is_status_request, probe_url, upstream_url};
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
@@ -30,11 +29,14 @@ pub async fn warm_full_path(env: Env) {
         return;
     };
     let config = &isolate.config;
-    let order = {
-        let health = isolate.health();
-        route(config, |i| health.is_up(i), Some("warm"), Some("a=b"), 0.5).order
+    // The same plan the full path makes, for a request like a client's.
+    let Ok(headers) = web_sys::Headers::new() else {
+        return;
     };
-    let mut attempts = Attempts::new(order, "POST", BodyPlan::Buffered);
+    let _ = headers.set("cookie", "a=b");
+    let _ = headers.set(config.hash_key.header(), "warm");
+    let (_, mut attempts) =
+        crate::proxy::plan(&isolate, &headers, "POST", BodyPlan::Buffered, 0.5, None);
     let mut current = attempts.first().unwrap_or(0);
     for failure in [
         classify_response(503, None).unwrap_or(Failure::Status(503)),
