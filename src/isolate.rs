@@ -64,9 +64,30 @@ impl Isolate {
         }
     }
 
-    /// The fast path's lease, if any origin is up (`edge::Isolate::lease`).
+    /// The fast path's lease, if any origin is up (`edge::Isolate::lease`),
+    /// once the fast path's answers have had their say.
     pub fn lease(&self) -> Option<Lease> {
+        self.reconsider_shared_downs();
         self.state.borrow().lease()
+    }
+
+    /// Origins down on a shared verdict alone that the fast path has since
+    /// got an answer from are up again (`HealthMap::answered_after_shared`).
+    /// One JS call per such origin; none in the usual case.
+    pub fn reconsider_shared_downs(&self) {
+        for origin in 0..self.config.origins.len() {
+            if !self.health().down_by_shared_verdict(origin) {
+                continue;
+            }
+            let seen = js_bridge::fast_evidence(origin);
+            if !(seen.is_finite() && seen > 0.0) {
+                continue;
+            }
+            let change = self.change_health(|h| h.answered_after_shared(origin, seen as u64));
+            if let Some(change) = change {
+                log::line(&report::health_change(&self.config, &change));
+            }
+        }
     }
 
     /// Whether the health map calls some origin up.

@@ -15,6 +15,7 @@ use crate::{clock, colo, global, probe};
 /// Starts whatever work is due for a request on the full path: in the
 /// background, unless no origin is up (then the colo read is awaited).
 pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
+    isolate.reconsider_shared_downs();
     let now = clock::now_ms();
     global::consult_if_due(ctx, env, isolate, now);
     probe::start_due(ctx, isolate, now);

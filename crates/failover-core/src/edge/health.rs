@@ -336,6 +336,43 @@ impl HealthMap {
         })
     }
 
+    /// Whether the origin is down on another isolate's or the checker's
+    /// word alone (an adopted verdict nothing here has confirmed since).
+    pub fn down_by_shared_verdict(&self, origin: usize) -> bool {
+        self.origins
+            .get(origin)
+            .is_some_and(|o| !o.streak.is_up() && o.last_source != Source::Local)
+    }
+
+    /// The fast path got an answer from the origin at `seen_ms` (it records
+    /// answers without entering Wasm; the shell pulls them). An answer given
+    /// after an adopted "down" flipped proves the hint stale: the origin is
+    /// up again at once, as if the verdict had never been adopted. (Colo
+    /// reads run beside requests, so a verdict can be adopted while an
+    /// answer that outdates it is still on its way.) Anything else is
+    /// evidence only, as `record_success`.
+    pub fn answered_after_shared(&mut self, origin: usize, seen_ms: u64) -> Option<Transition> {
+        let entry = self.origins.get_mut(origin)?;
+        entry.last_evidence_ms = entry.last_evidence_ms.max(seen_ms);
+        let stale = !entry.streak.is_up()
+            && entry.last_source != Source::Local
+            && entry.last_change_ms.is_some_and(|since| seen_ms > since);
+        if !stale {
+            return None;
+        }
+        let hint = entry.last_source;
+        entry.streak.reset(Verdict::Up);
+        entry.last_change_ms = Some(seen_ms);
+        entry.last_source = Source::Local;
+        Some(Transition {
+            origin,
+            from: Verdict::Down,
+            to: Verdict::Up,
+            reason: format!("answered after the {} verdict", hint.as_str()),
+            source: Source::Local,
+        })
+    }
+
     /// This map's verdict on an origin, as last confirmed at `confirmed_ms`.
     /// A verdict that never flipped is "since 0": never news to anyone.
     pub fn verdict_to_share(&self, origin: usize, confirmed_ms: u64) -> Option<SharedVerdict> {
@@ -354,6 +391,33 @@ mod tests {
     use proptest::prelude::*;
 
     const INTERVAL: u64 = 15_000;
+
+    #[test]
+    fn an_answer_after_an_adopted_down_undoes_it_and_an_older_one_does_not() {
+        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let shared = SharedVerdict {
+            verdict: Verdict::Down,
+            since_ms: 1_000,
+            confirmed_ms: 1_000,
+        };
+        assert!(map.adopt(0, shared, Source::Colo, 1_100, 30_000).is_some());
+        assert!(map.down_by_shared_verdict(0));
+        assert_eq!(
+            map.answered_after_shared(0, 900),
+            None,
+            "older than the verdict"
+        );
+        assert!(!map.is_up(0));
+        let back = map.answered_after_shared(0, 1_200).expect("undone");
+        assert_eq!(back.reason, "answered after the colo verdict");
+        assert!(map.is_up(0));
+        assert!(!map.down_by_shared_verdict(0));
+        // A local "down" (our own failed attempt) is only undone by probes.
+        map.record_failure(1, Failure::Timeout, 2_000);
+        assert!(!map.down_by_shared_verdict(1));
+        assert_eq!(map.answered_after_shared(1, 3_000), None);
+        assert!(!map.is_up(1));
+    }
 
     #[test]
     fn cold_isolate_trusts_every_origin() {
