@@ -11,8 +11,7 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use failover_agent::config::Config;
-use failover_agent::{api, serve_on};
+use failover_agent::{bind, serve_on, Config, Token};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -93,9 +92,7 @@ url = "http://127.0.0.1:1/trace"
 "#,
         dir = dir.display()
     );
-    let mut config = Config::parse(&text).unwrap();
-    config.token = "in-process-token".into();
-    config
+    Config::parse(&text).unwrap()
 }
 
 /// One GET on a fresh connection; the whole answer as text.
@@ -119,12 +116,17 @@ async fn a_bad_app_endpoint_never_stalls_the_loop_or_the_api() {
         (BadApp::TenMegabytes, r#""app":"up""#),
     ] {
         let app = start_app(mode).await;
-        let listener = api::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let port = listener.local_addr().unwrap().port();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let agent = tokio::spawn(serve_on(config(app, &dir), listener, async {
-            let _ = stopped.await;
-        }));
+        let agent = tokio::spawn(serve_on(
+            config(app, &dir),
+            Token::new("in-process-token"),
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+        ));
         let mut last = String::new();
         // Ten looks over three seconds: ten app checks at 300 ms.
         for _ in 0..10 {

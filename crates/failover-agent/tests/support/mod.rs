@@ -1,5 +1,7 @@
 //! Real processes on loopback: agents, fake connectors, egress servers.
 #![allow(dead_code)]
+// Shared by several test crates, each using a part: `pub` is its interface.
+#![allow(unreachable_pub)]
 // Test support: a failed expect here is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
