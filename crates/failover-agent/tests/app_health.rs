@@ -1,4 +1,4 @@
-//! The agent in process, on port 0: an app health endpoint that hangs,
+//! The agent in process, on port 0 and paused time: an app health endpoint that hangs,
 //! answers garbage or streams 10 MB never stalls the agent's loop or its
 //! API. One thread runs both the agent and the bad app, so a check that
 //! blocked would stop `/health` from answering too.
@@ -11,7 +11,8 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use failover_agent::{bind, serve_on, Config, Token};
+use failover_agent::{bind, serve_with, Config, Token};
+use support::in_process;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -105,7 +106,10 @@ async fn get(port: u16, path: &str) -> String {
     answer
 }
 
-#[tokio::test(flavor = "current_thread")]
+// Paused time: the clock jumps whenever the agent, the bad app and this
+// test all wait, so the three seconds of checks take none; a check that
+// blocked the thread would still stop `/health` (and the clock) with it.
+#[tokio::test(start_paused = true)]
 async fn a_bad_app_endpoint_never_stalls_the_loop_or_the_api() {
     let dir = support::scratch_root().join(format!("failover-agent-app-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -119,9 +123,13 @@ async fn a_bad_app_endpoint_never_stalls_the_loop_or_the_api() {
         let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let port = listener.local_addr().unwrap().port();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let agent = tokio::spawn(serve_on(
+        // A connector that runs no process: on paused time a process's
+        // wait would jump the clock to its deadline.
+        let connector = in_process::Connector::new(in_process::Egress::start().await).await;
+        let agent = tokio::spawn(serve_with(
             config(app, &dir),
             Token::new("in-process-token"),
+            in_process::control(&connector),
             listener,
             async {
                 let _ = stopped.await;
