@@ -17,7 +17,11 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 
+use failover_core::node::{HandoverRefused, Order};
+
+use crate::actions::{self, Disobeyed};
 use crate::log;
+use crate::protocol;
 use crate::refusals::RefusalLog;
 use crate::signed_order::{Caller, Verifier};
 use crate::state::Shared;
@@ -28,12 +32,12 @@ use crate::state::Shared;
 /// idle connections must cost the API, never the decisions. A pair's
 /// agents and an operator use a handful; with `LimitNOFILE=65536` in the
 /// unit the cap, not the limit, is what a flood meets.
-pub const MAX_CONNECTIONS: usize = 64;
+pub(crate) const MAX_CONNECTIONS: usize = 64;
 
 /// How long a connection may take to send its request head. The agents'
 /// own requests are one packet on a LAN; a client that opens a connection
 /// and says nothing frees its slot after this.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the order endpoints remember between requests.
 #[derive(Default)]
@@ -55,7 +59,7 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(256)
 }
 
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let orders = Arc::new(Orders::default());
     let mut over_cap = RefusalLog::default();
@@ -122,58 +126,49 @@ async fn route(
     remote: SocketAddr,
 ) -> Answer {
     let path = request.uri().path().to_string();
-    match (request.method(), path.as_str()) {
-        (&Method::GET, "/health") => health(shared),
-        (&Method::GET, "/metrics") => answer(
+    let method = request.method();
+    if let Some(order) = protocol::order_at(&path).filter(|_| method == Method::POST) {
+        let header = request
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let checked = lock(&orders.verifier).check(
+            header,
+            shared.token.as_str(),
+            method.as_str(),
+            &path,
+            shared.config.role,
+            unix_ms(),
+        );
+        return match checked {
+            Ok(caller) => failover(shared, order, remote, caller).await,
+            Err(refusal) => {
+                // Counted, and logged at most once a minute: anyone who
+                // reaches `listen` can send these as fast as they like.
+                if let Some(n) = lock(&orders.refusals).record(shared.now_ms()) {
+                    log::warn(&format!(
+                        "POST {path} from {} refused: {}; {n} order(s) refused since the last \
+                         such line (at most one a minute)",
+                        remote.ip(),
+                        refusal.as_str()
+                    ));
+                }
+                json(
+                    StatusCode::UNAUTHORIZED,
+                    serde_json::json!({"error": "unauthorized"}),
+                )
+            }
+        };
+    }
+    match (method, path.as_str()) {
+        (&Method::GET, protocol::HEALTH) => health(shared),
+        (&Method::GET, protocol::METRICS) => answer(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
             crate::metrics::render(shared),
         ),
-        (&Method::GET, "/connector/ready") => relay_ready(shared).await,
-        (&Method::POST, "/failover/start" | "/failover/stop" | "/failover/handover") => {
-            let header = request
-                .headers()
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok());
-            let checked = lock(&orders.verifier).check(
-                header,
-                &shared.config.token,
-                request.method().as_str(),
-                &path,
-                shared.config.role,
-                unix_ms(),
-            );
-            let caller = match checked {
-                Ok(caller) => caller,
-                Err(refusal) => {
-                    // Counted, and logged at most once a minute: anyone who
-                    // reaches `listen` can send these as fast as they like.
-                    if let Some(n) = lock(&orders.refusals).record(shared.now_ms()) {
-                        log::warn(&format!(
-                            "POST {path} from {} refused: {}; {n} order(s) refused since the last \
-                         such line (at most one a minute)",
-                            remote.ip(),
-                            refusal.as_str()
-                        ));
-                    }
-                    return json(
-                        StatusCode::UNAUTHORIZED,
-                        serde_json::json!({"error": "unauthorized"}),
-                    );
-                }
-            };
-            let order = match path.as_str() {
-                "/failover/start" => Order::Start,
-                "/failover/stop" => Order::Stop,
-                _ => Order::Handover,
-            };
-            failover(shared, order, remote, caller).await
-        }
-        (
-            _,
-            "/health" | "/metrics" | "/connector/ready" | "/failover/start" | "/failover/stop"
-            | "/failover/handover",
-        ) => json(
+        (&Method::GET, protocol::CONNECTOR_READY) => relay_ready(shared).await,
+        (_, known) if protocol::is_known_path(known) => json(
             StatusCode::METHOD_NOT_ALLOWED,
             serde_json::json!({"error": "method not allowed"}),
         ),
@@ -205,7 +200,7 @@ fn health(shared: &Shared) -> Answer {
             "app_last_check": s.app_last,
             "maintenance": s.maintenance,
             "decision": s.last_decision.as_str(),
-            "why": s.last_why,
+            "why": s.last_evidence.to_string(),
             "takeovers": s.takeovers,
             "standdowns": s.standdowns,
             "failbacks": s.failbacks,
@@ -250,54 +245,25 @@ async fn relay_ready(shared: &Shared) -> Answer {
     }
 }
 
-/// The answer to an order that arrives while this agent carries out a
-/// decision of its own; `peer.rs` recognises it.
-pub const BUSY: &str = "busy: carrying out a decision; ask again";
-
-/// What a `POST /failover/...` asks of this node.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Order {
-    /// An operator: start the connector (overrides the maintenance flag).
-    Start,
-    /// The peer taking over, or an operator: stop it.
-    Stop,
-    /// The peer is about to stop its connector: start ours and keep it.
-    Handover,
-}
-
-impl Order {
-    fn verb(self) -> &'static str {
-        match self {
-            Order::Start => "start",
-            Order::Stop => "stop",
-            Order::Handover => "handover",
-        }
-    }
-}
-
 async fn failover(
     shared: &Arc<Shared>,
     order: Order,
     remote: SocketAddr,
     caller: Caller,
 ) -> Answer {
-    let verb = order.verb();
+    let verb = order.as_str();
+    // Refused before waiting for the turn: a peer handing over to a node
+    // that cannot serve hears so at once. The machine asks again under the
+    // turn (`actions::obey`).
     if order == Order::Handover {
         if let Err(refused) = shared.node().accepts_handover() {
-            log::warn(&format!(
-                "POST /failover/handover from {} refused: {}",
-                remote.ip(),
-                refused.as_str()
-            ));
-            return json(
-                StatusCode::CONFLICT,
-                serde_json::json!({"error": format!("handover refused: {}", refused.as_str())}),
-            );
+            return handover_refused(remote, refused);
         }
     }
-    let doing = match order {
-        Order::Stop => "stopping",
-        Order::Start | Order::Handover => "starting",
+    let doing = if order.leaves_running() {
+        "starting"
+    } else {
+        "stopping"
     };
     let who = match caller {
         Caller::Peer => "the peer agent (signed)",
@@ -315,76 +281,57 @@ async fn failover(
     // lock while it waits for the peer's answer. An order that cannot get
     // the lock soon is answered "busy" instead of waiting out the caller's
     // deadline; the caller asks again or decides again at its next poll.
-    let serialised = match tokio::time::timeout(
+    let Ok(turn) = tokio::time::timeout(
         shared.config.probe_timeout,
         Arc::clone(&shared.actions).lock_owned(),
     )
     .await
-    {
-        Ok(guard) => guard,
-        Err(_) => {
-            log::warn(&format!(
-                "POST /failover/{verb} from {}: busy carrying out a decision; answered 409",
-                remote.ip()
-            ));
-            return json(StatusCode::CONFLICT, serde_json::json!({"error": BUSY}));
-        }
+    else {
+        log::warn(&format!(
+            "POST /failover/{verb} from {}: busy carrying out a decision; answered 409",
+            remote.ip()
+        ));
+        return json(StatusCode::CONFLICT, protocol::busy_body());
     };
     let task = {
         let shared = Arc::clone(shared);
-        tokio::spawn(async move {
-            let _serialised = serialised;
-            match order {
-                Order::Start => {
-                    let result = shared.control.start().await;
-                    if result.is_ok() {
-                        shared.node().operator_started();
-                    }
-                    result
-                }
-                Order::Handover => {
-                    let result = shared.control.start().await;
-                    if result.is_ok() {
-                        let now = shared.now_ms();
-                        let grace =
-                            u64::try_from(shared.handover_grace().as_millis()).unwrap_or(u64::MAX);
-                        shared
-                            .node()
-                            .handover_received(now, now.saturating_add(grace));
-                    }
-                    result
-                }
-                Order::Stop => {
-                    // Recorded before the stop runs: a monitor turn after
-                    // this one sees the stop, whatever happens to the
-                    // request.
-                    shared.node().peer_ordered_stop(shared.now_ms());
-                    shared.control.stop().await
-                }
-            }
-        })
+        tokio::spawn(async move { actions::obey(&shared, order, turn).await })
     };
-    let result = task
-        .await
-        .unwrap_or_else(|e| Err(format!("the {verb} task ended abnormally: {e}")));
-    match result {
-        Ok(()) => {
-            let state = if order == Order::Stop {
-                "stopped"
-            } else {
+    match task.await {
+        Ok(Ok(())) => {
+            let state = if order.leaves_running() {
                 "running"
+            } else {
+                "stopped"
             };
             log::info(&format!("local connector {state} on request ({verb})"));
             json(StatusCode::OK, serde_json::json!({"connector": state}))
         }
-        Err(e) => {
-            log::error(&format!("POST /failover/{verb}: {e}"));
-            json(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                serde_json::json!({"error": format!("{verb} failed")}),
-            )
-        }
+        Ok(Err(Disobeyed::Refused(refused))) => handover_refused(remote, refused),
+        Ok(Err(Disobeyed::Control(e))) => failed(verb, &e),
+        Err(e) => failed(verb, &format!("the {verb} task ended abnormally: {e}")),
     }
+}
+
+fn handover_refused(remote: SocketAddr, refused: HandoverRefused) -> Answer {
+    log::warn(&format!(
+        "POST /failover/handover from {} refused: {}",
+        remote.ip(),
+        refused.as_str()
+    ));
+    json(
+        StatusCode::CONFLICT,
+        serde_json::json!({"error": format!("handover refused: {}", refused.as_str())}),
+    )
+}
+
+/// The cause goes to the log; the caller learns only what failed.
+fn failed(verb: &str, cause: &dyn std::fmt::Display) -> Answer {
+    log::error(&format!("POST /failover/{verb}: {cause}"));
+    json(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        serde_json::json!({"error": format!("{verb} failed")}),
+    )
 }
 
 /// A poisoned lock only means a task panicked mid-update; what it guards is

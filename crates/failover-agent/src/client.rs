@@ -2,6 +2,7 @@
 //! deadline on the whole exchange (connect, TLS, headers, body) so that a
 //! hung peer never stalls the monitor beyond one probe timeout.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +29,63 @@ pub struct Response {
     pub body: Bytes,
 }
 
+/// Why an exchange brought no answer. The probes turn it into a miss (and a
+/// log line); nothing branches on its text.
+#[derive(Debug)]
+pub enum ProbeError {
+    /// The TLS stack could not be set up (at start-up, not per probe).
+    TlsSetup(rustls::Error),
+    /// The TCP connect failed: refused, unreachable, no such host.
+    Connect(std::io::Error),
+    /// A TCP-only check (`egress.tcp`) could not connect.
+    TcpConnect {
+        addr: String,
+        source: std::io::Error,
+    },
+    /// A TCP-only check did not connect within its deadline.
+    TcpTimedOut { addr: String, after: Duration },
+    /// The host is not a valid TLS server name.
+    TlsName(String),
+    /// The TLS handshake failed.
+    Tls(std::io::Error),
+    /// The HTTP exchange failed: the request, the handshake or the answer.
+    Http {
+        stage: &'static str,
+        source: hyper::Error,
+    },
+    /// The request could not be built.
+    Request(hyper::http::Error),
+    /// The body was cut, or longer than a readiness answer can be.
+    Body(String),
+    /// The whole exchange ran past its deadline.
+    TimedOut(Duration),
+}
+
+impl fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeError::TlsSetup(e) => write!(f, "TLS setup: {e}"),
+            ProbeError::Connect(e) => write!(f, "connect: {e}"),
+            ProbeError::TcpConnect { addr, source } => write!(f, "connect {addr}: {source}"),
+            ProbeError::TcpTimedOut { addr, after } => {
+                write!(
+                    f,
+                    "connect {addr}: timed out after {} ms",
+                    after.as_millis()
+                )
+            }
+            ProbeError::TlsName(e) => write!(f, "TLS name: {e}"),
+            ProbeError::Tls(e) => write!(f, "TLS: {e}"),
+            ProbeError::Http { stage, source } => write!(f, "{stage}: {source}"),
+            ProbeError::Request(e) => write!(f, "request: {e}"),
+            ProbeError::Body(e) => write!(f, "body: {e}"),
+            ProbeError::TimedOut(after) => write!(f, "timed out after {} ms", after.as_millis()),
+        }
+    }
+}
+
+impl std::error::Error for ProbeError {}
+
 /// Whether an exchange reads the response body.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Body {
@@ -41,14 +99,14 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new() -> Result<Client, String> {
+    pub fn new() -> Result<Client, ProbeError> {
         let roots = RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
         let config =
             ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
                 .with_safe_default_protocol_versions()
-                .map_err(|e| format!("TLS setup: {e}"))?
+                .map_err(ProbeError::TlsSetup)?
                 .with_root_certificates(roots)
                 .with_no_client_auth();
         Ok(Client {
@@ -56,13 +114,13 @@ impl Client {
         })
     }
 
-    pub async fn get(&self, url: &Url, timeout: Duration) -> Result<Response, String> {
+    pub async fn get(&self, url: &Url, timeout: Duration) -> Result<Response, ProbeError> {
         self.send("GET", url, None, Body::Read, timeout).await
     }
 
     /// A GET that ends at the response headers: the status is the answer,
     /// whatever the body holds or however long it is.
-    pub async fn status(&self, url: &Url, timeout: Duration) -> Result<u16, String> {
+    pub async fn status(&self, url: &Url, timeout: Duration) -> Result<u16, ProbeError> {
         self.send("GET", url, None, Body::Ignore, timeout)
             .await
             .map(|r| r.status)
@@ -74,7 +132,7 @@ impl Client {
         url: &Url,
         authorization: &str,
         timeout: Duration,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, ProbeError> {
         self.send("POST", url, Some(authorization), Body::Read, timeout)
             .await
     }
@@ -86,10 +144,10 @@ impl Client {
         authorization: Option<&str>,
         body: Body,
         timeout: Duration,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, ProbeError> {
         match tokio::time::timeout(timeout, self.exchange(method, url, authorization, body)).await {
             Ok(result) => result,
-            Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+            Err(_) => Err(ProbeError::TimedOut(timeout)),
         }
     }
 
@@ -99,10 +157,10 @@ impl Client {
         url: &Url,
         authorization: Option<&str>,
         body: Body,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, ProbeError> {
         let tcp = TcpStream::connect((url.host.as_str(), url.port))
             .await
-            .map_err(|e| format!("connect: {e}"))?;
+            .map_err(ProbeError::Connect)?;
         let _ = tcp.set_nodelay(true);
         let mut request = Request::builder()
             .method(method)
@@ -118,15 +176,11 @@ impl Client {
         }
         let request = request
             .body(Empty::<Bytes>::new())
-            .map_err(|e| format!("request: {e}"))?;
+            .map_err(ProbeError::Request)?;
         if url.https {
-            let name =
-                ServerName::try_from(url.host.clone()).map_err(|e| format!("TLS name: {e}"))?;
-            let tls = self
-                .tls
-                .connect(name, tcp)
-                .await
-                .map_err(|e| format!("TLS: {e}"))?;
+            let name = ServerName::try_from(url.host.clone())
+                .map_err(|e| ProbeError::TlsName(e.to_string()))?;
+            let tls = self.tls.connect(name, tcp).await.map_err(ProbeError::Tls)?;
             exchange_on(tls, request, body).await
         } else {
             exchange_on(tcp, request, body).await
@@ -138,13 +192,16 @@ async fn exchange_on<S>(
     stream: S,
     request: Request<Empty<Bytes>>,
     read: Body,
-) -> Result<Response, String>
+) -> Result<Response, ProbeError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(|e| format!("handshake: {e}"))?;
+        .map_err(|source| ProbeError::Http {
+            stage: "handshake",
+            source,
+        })?;
     // The connection task ends with the exchange (Connection: close) or when
     // the caller's deadline drops `sender`.
     tokio::spawn(async move {
@@ -153,7 +210,10 @@ where
     let response = sender
         .send_request(request)
         .await
-        .map_err(|e| format!("request: {e}"))?;
+        .map_err(|source| ProbeError::Http {
+            stage: "request",
+            source,
+        })?;
     let status = response.status().as_u16();
     let location = response
         .headers()
@@ -171,7 +231,7 @@ where
     let body = Limited::new(response.into_body(), MAX_BODY)
         .collect()
         .await
-        .map_err(|e| format!("body: {e}"))?
+        .map_err(|e| ProbeError::Body(e.to_string()))?
         .to_bytes();
     Ok(Response {
         status,
@@ -181,13 +241,16 @@ where
 }
 
 /// The optional TCP check: a connect to the tunnel edge on port 7844.
-pub async fn tcp_connect(addr: &str, timeout: Duration) -> Result<(), String> {
+pub(crate) async fn tcp_connect(addr: &str, timeout: Duration) -> Result<(), ProbeError> {
     match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("connect {addr}: {e}")),
-        Err(_) => Err(format!(
-            "connect {addr}: timed out after {} ms",
-            timeout.as_millis()
-        )),
+        Ok(Err(source)) => Err(ProbeError::TcpConnect {
+            addr: addr.to_string(),
+            source,
+        }),
+        Err(_) => Err(ProbeError::TcpTimedOut {
+            addr: addr.to_string(),
+            after: timeout,
+        }),
     }
 }

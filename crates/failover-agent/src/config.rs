@@ -15,20 +15,20 @@ use crate::url::Url;
 
 pub const DEFAULT_PATH: &str = "/etc/failover-agent/config.toml";
 /// Shared tunnel: the peer agent must reach the API.
-pub const DEFAULT_LISTEN: &str = "0.0.0.0:8790";
+pub(crate) const DEFAULT_LISTEN: &str = "0.0.0.0:8790";
 /// Tunnel per node: no peer calls this agent; only the operator's `status`
 /// and local scrapes, so nothing off the host may reach it unless asked.
-pub const DEFAULT_LISTEN_PER_NODE: &str = "127.0.0.1:8790";
+pub(crate) const DEFAULT_LISTEN_PER_NODE: &str = "127.0.0.1:8790";
 /// Shorter tokens are refused: the token keys the peers' HMAC and guards
 /// `POST /failover/*` from anyone who can reach `listen`.
-pub const MIN_TOKEN_CHARS: usize = 16;
+pub(crate) const MIN_TOKEN_CHARS: usize = 16;
 /// Where the packaged unit's sandbox hides files from the daemon
 /// (`PrivateTmp=yes`, `ProtectHome=yes`): a maintenance flag there is set by
 /// the operator's shell and never seen by the agent.
 const HIDDEN_FROM_THE_UNIT: &[&str] = &["/tmp", "/var/tmp", "/home", "/root", "/run/user"];
-pub const DEFAULT_FLAG: &str = "/var/lib/failover-agent/maintenance";
-pub const DEFAULT_UNIT: &str = "cloudflared.service";
-pub const DEFAULT_EGRESS_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
+pub(crate) const DEFAULT_FLAG: &str = "/var/lib/failover-agent/maintenance";
+pub(crate) const DEFAULT_UNIT: &str = "cloudflared.service";
+pub(crate) const DEFAULT_EGRESS_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
 
 #[derive(Debug)]
 pub struct ConfigError {
@@ -68,15 +68,36 @@ pub struct AppConfig {
     pub timing: AppTiming,
 }
 
+/// The shared secret from `token_file`: it keys the peers' HMAC and is an
+/// operator's bearer token. Kept out of [`Config`] (which `status` and
+/// `maintenance` load without it) and out of `Debug` output.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    /// A token given in code (tests); [`Config::load`] reads and checks the
+    /// file's.
+    pub fn new(secret: impl Into<String>) -> Token {
+        Token(secret.into())
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub topology: Topology,
-    /// `Role::Node` in the tunnel-per-node topology.
+    /// `Role::Node` in the tunnel-per-node topology (the role gives the
+    /// topology: [`Role::topology`]).
     pub role: Role,
     pub listen: SocketAddr,
-    /// Read from `token_file` by [`Config::load`]; empty after a bare
-    /// [`Config::parse`].
-    pub token: String,
     pub token_file: PathBuf,
     pub maintenance_flag: PathBuf,
     pub timing: Timing,
@@ -97,14 +118,6 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn poll_interval(&self) -> Duration {
-        Duration::from_millis(self.timing.poll_interval_ms)
-    }
-
-    pub fn failback_interval(&self) -> Duration {
-        Duration::from_millis(self.timing.failback_interval_ms)
-    }
-
     /// The longest step of a monitor turn between two watchdog pings: a
     /// connector command or the wait for one the API runs, or asking the peer
     /// to stand down (the peer's stop plus the way there).
@@ -135,10 +148,10 @@ impl Config {
     }
 
     /// Reads and parses the file, then the token file it names.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let mut config = Config::load_settings(path)?;
-        config.token = read_token(&config.token_file)?;
-        Ok(config)
+    pub fn load(path: &Path) -> Result<(Config, Token), ConfigError> {
+        let config = Config::load_settings(path)?;
+        let token = read_token(&config.token_file)?;
+        Ok((config, token))
     }
 
     /// Reads and parses the file, leaving the token unread: what `status`
@@ -394,10 +407,8 @@ impl Config {
         }
 
         Ok(Config {
-            topology,
             role,
             listen,
-            token: String::new(),
             token_file,
             maintenance_flag,
             timing,
@@ -436,7 +447,7 @@ fn hidden_from_the_unit(path: &Path) -> Option<&'static str> {
 
 /// The token, refused when others may read it or it is too short to key
 /// an HMAC worth the name.
-fn read_token(token_file: &Path) -> Result<String, ConfigError> {
+fn read_token(token_file: &Path) -> Result<Token, ConfigError> {
     let mode = std::fs::metadata(token_file)
         .map_err(|e| {
             err(
@@ -483,7 +494,7 @@ fn read_token(token_file: &Path) -> Result<String, ConfigError> {
             ),
         ));
     }
-    Ok(token)
+    Ok(Token(token))
 }
 
 /// One table of the file, with its dotted prefix for error messages.
@@ -666,12 +677,15 @@ ready_url = "http://127.0.0.1:20241/ready"
     fn good_configs_parse_with_their_defaults() {
         let c = Config::parse(SHARED).expect("shared");
         assert_eq!(
-            (c.topology, c.role),
+            (c.role.topology(), c.role),
             (Topology::SharedTunnel, Role::Primary)
         );
         assert!(c.app.is_none() && c.peer_agent_url.is_some());
         let c = Config::parse(PER_NODE).expect("per node");
-        assert_eq!((c.topology, c.role), (Topology::TunnelPerNode, Role::Node));
+        assert_eq!(
+            (c.role.topology(), c.role),
+            (Topology::TunnelPerNode, Role::Node)
+        );
         assert!(c.peer_agent_url.is_none());
         // No peer calls a tunnel-per-node agent: loopback unless asked.
         assert_eq!(c.listen.to_string(), "127.0.0.1:8790");

@@ -2,6 +2,7 @@
 //! behind one trait: `systemd` for production, `command` for tests and for
 //! hosts that run cloudflared some other way.
 
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::process::Stdio;
@@ -11,7 +12,53 @@ use tokio::process::Command;
 
 use crate::config::ControlConfig;
 
-pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, ControlError>> + Send + 'a>>;
+
+/// Why a connector command did not do its job. Read by a person (the log,
+/// an API answer's cause), but typed: a caller that needs to tell a timeout
+/// from a refusal has the variant.
+#[derive(Debug)]
+pub enum ControlError {
+    /// The program could not be started at all.
+    Spawn {
+        program: &'static str,
+        source: std::io::Error,
+    },
+    /// Waiting for it failed.
+    Wait {
+        program: &'static str,
+        source: std::io::Error,
+    },
+    /// It ran past its deadline and was killed.
+    TimedOut {
+        program: &'static str,
+        after: Duration,
+    },
+    /// It ended with a status other than 0 (-1: killed by a signal).
+    Exited { code: i32 },
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControlError::Spawn { program, source } => write!(f, "cannot run {program}: {source}"),
+            ControlError::Wait { program, source } => write!(f, "{program}: {source}"),
+            ControlError::TimedOut { program, after } => {
+                write!(f, "{program} timed out after {} ms", after.as_millis())
+            }
+            ControlError::Exited { code } => write!(f, "exited with status {code}"),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ControlError::Spawn { source, .. } | ControlError::Wait { source, .. } => Some(source),
+            ControlError::TimedOut { .. } | ControlError::Exited { .. } => None,
+        }
+    }
+}
 
 pub trait ConnectorControl: Send + Sync {
     fn start(&self) -> Pending<'_, ()>;
@@ -21,7 +68,7 @@ pub trait ConnectorControl: Send + Sync {
     fn describe(&self) -> String;
 }
 
-pub fn from_config(config: &ControlConfig, timeout: Duration) -> Box<dyn ConnectorControl> {
+pub(crate) fn from_config(config: &ControlConfig, timeout: Duration) -> Box<dyn ConnectorControl> {
     match config {
         ControlConfig::Systemd { unit } => Box::new(Systemd {
             unit: unit.clone(),
@@ -40,7 +87,7 @@ pub fn from_config(config: &ControlConfig, timeout: Duration) -> Box<dyn Connect
     }
 }
 
-pub struct Systemd {
+pub(crate) struct Systemd {
     unit: String,
     timeout: Duration,
 }
@@ -75,7 +122,7 @@ impl ConnectorControl for Systemd {
     }
 }
 
-pub struct Commands {
+pub(crate) struct Commands {
     start: String,
     stop: String,
     status: String,
@@ -100,17 +147,17 @@ impl ConnectorControl for Commands {
     }
 }
 
-fn succeed(code: i32) -> Result<(), String> {
+fn succeed(code: i32) -> Result<(), ControlError> {
     if code == 0 {
         Ok(())
     } else {
-        Err(format!("exited with status {code}"))
+        Err(ControlError::Exited { code })
     }
 }
 
 /// Runs a command with a deadline; its stderr goes to ours (and so to the
 /// journal), stdout is dropped. Returns the exit code.
-async fn run(program: &str, args: &[&str], timeout: Duration) -> Result<i32, String> {
+async fn run(program: &'static str, args: &[&str], timeout: Duration) -> Result<i32, ControlError> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -118,16 +165,16 @@ async fn run(program: &str, args: &[&str], timeout: Duration) -> Result<i32, Str
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
+        .map_err(|source| ControlError::Spawn { program, source })?;
     match tokio::time::timeout(timeout, child.wait()).await {
         Ok(Ok(status)) => Ok(status.code().unwrap_or(-1)),
-        Ok(Err(e)) => Err(format!("{program}: {e}")),
+        Ok(Err(source)) => Err(ControlError::Wait { program, source }),
         Err(_) => {
             let _ = child.kill().await;
-            Err(format!(
-                "{program} timed out after {} ms",
-                timeout.as_millis()
-            ))
+            Err(ControlError::TimedOut {
+                program,
+                after: timeout,
+            })
         }
     }
 }

@@ -4,73 +4,116 @@
 //! `failover_core::node`; this crate probes, serves the HTTP API and runs the
 //! connector. `main.rs` is only the command line.
 //!
-//! Layout: [`config`] (the TOML, validated), [`monitor`] (the driver that
-//! runs the checks the core schedules), [`api`] (HTTP endpoints),
-//! [`metrics`], [`connector`] (systemd / command control), [`peer`] (calls
-//! to the peer agent), [`client`] and [`url`] (outbound HTTP with deadlines),
-//! [`readiness`] (reading cloudflared's `/ready`), [`state`] (what loop and
-//! API share, and how decisions are carried out), [`status_text`] (`status`
-//! for a person), [`signed_order`] (who may give an order: an operator's
-//! bearer token or the peer's HMAC), [`refusals`] (refused orders, one log
-//! line a minute), [`build`], [`sd_notify`], [`log`] (one line each, control
-//! characters escaped).
+//! Layout (every module private; what the binary and the tests use is
+//! re-exported below):
+//! - `config`: the TOML, validated, and the [`Token`] read beside it.
+//! - `monitor`: the driver; sleeps until the core's next due check, runs it,
+//!   feeds the result back.
+//! - `actions`: the one executor of the core's answers, for the monitor's
+//!   decisions and the API's orders alike.
+//! - `api`: the HTTP endpoints; `protocol`: the paths, orders and answers
+//!   the two agents share (a leaf: `api` and `peer` both import it).
+//! - `peer`: calls to the peer agent; `signed_order`: who may give an order
+//!   (an operator's bearer token or the peer's HMAC); `refusals`: refused
+//!   orders, one log line a minute.
+//! - `state`: what the monitor and the API share; `metrics`: `/metrics`.
+//! - `connector`: systemd / command control; `client` and `url`: outbound
+//!   HTTP with deadlines; `readiness`: reading cloudflared's `/ready`.
+//! - `status_text` (`status` for a person), `build`, `sd_notify`, `log` (one
+//!   line each, control characters escaped).
+//!
+//! Errors: what the agent acts on is a typed enum in the module that raises
+//! it ([`ProbeError`], [`ControlError`], [`ConfigError`], the API's refusals)
+//! and nothing branches on an error's text. Where a person is the only
+//! reader (the agent cannot start, a task ended), the error is boxed:
+//! [`Error`], as in mini-redis.
 
-pub mod api;
-pub mod build;
-pub mod client;
-pub mod config;
-pub mod connector;
+mod actions;
+mod api;
+mod build;
+mod client;
+mod config;
+mod connector;
 pub mod log;
-pub mod metrics;
-pub mod monitor;
-pub mod peer;
-pub mod readiness;
-pub mod refusals;
-pub mod sd_notify;
-pub mod signed_order;
-pub mod state;
-pub mod status_text;
-pub mod url;
+mod metrics;
+mod monitor;
+mod peer;
+mod protocol;
+mod readiness;
+mod refusals;
+mod sd_notify;
+mod signed_order;
+mod state;
+mod status_text;
+mod url;
+
+pub use api::bind;
+pub use client::{Client, ProbeError, Response};
+pub use config::{Config, ConfigError, Token, DEFAULT_PATH};
+pub use connector::{ConnectorControl, ControlError, Pending};
+pub use sd_notify::watchdog_period;
+pub use signed_order::{sign as sign_order, NONCE_LEN, SCHEME as ORDER_SCHEME};
+pub use status_text::render as render_status;
+pub use url::Url;
+
+/// An error only a person reads: it ends the agent, or a command.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use config::Config;
-
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+/// The agent's runtime: one thread is plenty, and keeps the API, the
+/// monitor and the connector commands in one order of events.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))
+        .map_err(|e| format!("cannot start the runtime: {e}").into())
 }
 
-pub fn run(config: Config) -> ExitCode {
-    let result = runtime().and_then(|rt| rt.block_on(serve(config)));
+/// `failover-agent run`: serves until a signal; the exit status says how
+/// it ended.
+pub fn run(config: Config, token: Token) -> ExitCode {
+    let result = runtime().and_then(|rt| rt.block_on(serve(config, token)));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            log::error(&e);
+            log::error(&e.to_string());
             ExitCode::FAILURE
         }
     }
 }
 
 /// Binds `listen` and runs until SIGTERM or Ctrl-C.
-pub async fn serve(config: Config) -> Result<(), String> {
+async fn serve(config: Config, token: Token) -> Result<(), Error> {
     let listener =
         api::bind(config.listen).map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-    serve_on(config, listener, shutdown_signal()).await
+    serve_on(config, token, listener, shutdown_signal()).await
 }
 
 /// Runs the agent on a bound listener until `shutdown` completes (tests
 /// pass a listener on port 0 and a channel of their own).
 pub async fn serve_on(
     config: Config,
+    token: Token,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
-) -> Result<(), String> {
-    let client = client::Client::new()?;
+) -> Result<(), Error> {
     let control = connector::from_config(&config.control, config.command_timeout);
+    serve_with(config, token, control, listener, shutdown).await
+}
+
+/// [`serve_on`] with a connector controller of the caller's: tests run the
+/// agent in process, on paused time, with a controller that runs no
+/// process.
+pub async fn serve_with(
+    config: Config,
+    token: Token,
+    control: Box<dyn ConnectorControl>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), Error> {
+    let client = client::Client::new()?;
     log::info(&format!(
         "failover-agent {} ({}) listening on {} as {} ({}); connector via {}; poll every {} ms \
          (take over after {} misses), fail back after {} good egress checks {} ms apart{}",
@@ -78,7 +121,7 @@ pub async fn serve_on(
         build::REVISION,
         config.listen,
         config.role.as_str(),
-        config.topology.as_str(),
+        config.role.topology().as_str(),
         control.describe(),
         config.timing.poll_interval_ms,
         config.timing.takeover_after,
@@ -89,7 +132,7 @@ pub async fn serve_on(
             a.health_url, a.timing.interval_ms, a.timing.fall, a.timing.rise
         ))
     ));
-    let shared = Arc::new(state::Shared::new(config, client, control));
+    let shared = Arc::new(state::Shared::new(config, token, client, control));
     let mut api = tokio::spawn(api::serve(listener, Arc::clone(&shared)));
     let mut monitor = tokio::spawn(monitor::run(Arc::clone(&shared)));
     sd_notify::notify("READY=1");
@@ -100,15 +143,15 @@ pub async fn serve_on(
         Err(e) => format!("the {task} task failed: {e}; exiting so the agent is restarted"),
         Ok(()) => format!("the {task} task ended; exiting so the agent is restarted"),
     };
-    let result = tokio::select! {
+    let result: Result<(), Error> = tokio::select! {
         () = shutdown => {
             // The connector is left as it is: restarting the agent must not
             // drop the tunnel.
             log::info("stopping on signal; the connector is left as it is");
             Ok(())
         }
-        r = &mut api => Err(ended("API", r)),
-        r = &mut monitor => Err(ended("monitor", r)),
+        r = &mut api => Err(ended("API", r).into()),
+        r = &mut monitor => Err(ended("monitor", r).into()),
     };
     sd_notify::notify("STOPPING=1");
     api.abort();
@@ -129,4 +172,10 @@ async fn shutdown_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// How the agent would control the connector with `config`, for a person
+/// (`check-config`).
+pub fn describe_connector(config: &Config) -> String {
+    connector::from_config(&config.control, config.command_timeout).describe()
 }

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
-use failover_agent::config::{self, Config};
-use failover_agent::{client, connector, log, run, runtime, sd_notify, status_text, url};
+use failover_agent::{
+    describe_connector, log, render_status, run, runtime, watchdog_period, Client, Config, Token,
+    Url, DEFAULT_PATH,
+};
 
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
@@ -29,7 +31,7 @@ struct Cli {
         long,
         global = true,
         value_name = "PATH",
-        default_value = config::DEFAULT_PATH
+        default_value = DEFAULT_PATH
     )]
     config: PathBuf,
     #[command(subcommand)]
@@ -81,11 +83,11 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Run => match load(&cli.config) {
-            Ok(config) => run(config),
+            Ok((config, token)) => run(config, token),
             Err(code) => code,
         },
         Command::CheckConfig { no_probe } => match load(&cli.config) {
-            Ok(config) => check_config(&config, !no_probe),
+            Ok((config, _token)) => check_config(&config, !no_probe),
             Err(code) => code,
         },
         Command::Status { json } => match settings(&cli.config) {
@@ -131,11 +133,11 @@ fn quiet_on_closed_pipe() {
 
 /// The whole config with its token and, under systemd's watchdog, the check
 /// that every step fits it. Exit status 2 on an error.
-fn load(path: &Path) -> Result<Config, ExitCode> {
-    let loaded = Config::load(path).and_then(|config| {
+fn load(path: &Path) -> Result<(Config, Token), ExitCode> {
+    let loaded = Config::load(path).and_then(|(config, token)| {
         config
-            .fits_watchdog(sd_notify::watchdog_period())
-            .map(|()| config)
+            .fits_watchdog(watchdog_period())
+            .map(|()| (config, token))
     });
     loaded.map_err(|e| {
         log::error(&e.to_string());
@@ -157,14 +159,14 @@ fn check_config(config: &Config, probe: bool) -> ExitCode {
         "config ok: topology={} role={} listen={} peer={} connector={} poll_interval={}ms \
          takeover_after={} standdown_after={} failback_interval={}ms failback_after={} \
          maintenance_flag={} token_file={} app={}",
-        config.topology.as_str(),
+        config.role.topology().as_str(),
         config.role.as_str(),
         config.listen,
         config
             .peer_agent_url
             .as_ref()
             .map_or("none".to_string(), ToString::to_string),
-        connector::from_config(&config.control, config.command_timeout).describe(),
+        describe_connector(config),
         config.timing.poll_interval_ms,
         config.timing.takeover_after,
         config.timing.standdown_after,
@@ -188,7 +190,7 @@ fn check_config(config: &Config, probe: bool) -> ExitCode {
 fn probe_egress(config: &Config) {
     let url = &config.egress_url;
     let result = runtime().and_then(|rt| {
-        rt.block_on(async { client::Client::new()?.get(url, config.probe_timeout).await })
+        rt.block_on(async { Ok(Client::new()?.get(url, config.probe_timeout).await?) })
     });
     match result {
         Ok(r) if (200..300).contains(&r.status) => {
@@ -217,10 +219,8 @@ fn status(config: &Config, json: bool) -> ExitCode {
     }
     let result = runtime().and_then(|rt| {
         rt.block_on(async {
-            let url = url::Url::parse(&format!("http://{target}/health"))?;
-            client::Client::new()?
-                .get(&url, Duration::from_secs(5))
-                .await
+            let url = Url::parse(&format!("http://{target}/health"))?;
+            Ok(Client::new()?.get(&url, Duration::from_secs(5)).await?)
         })
     });
     match result {
@@ -230,7 +230,7 @@ fn status(config: &Config, json: bool) -> ExitCode {
         }
         Ok(r) if r.status == 200 => match serde_json::from_slice(&r.body) {
             Ok(health) => {
-                println!("{}", status_text::render(&health, &target.to_string()));
+                println!("{}", render_status(&health, &target.to_string()));
                 ExitCode::SUCCESS
             }
             Err(e) => {

@@ -8,7 +8,7 @@ use failover_core::node::{AppState, Reason};
 
 use crate::state::Shared;
 
-pub fn render(shared: &Shared) -> String {
+pub(crate) fn render(shared: &Shared) -> String {
     let s = shared.node().snapshot();
     let p = *shared.probes();
     let labels = format!(

@@ -10,20 +10,25 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use failover_core::node::{Check, Outcome};
+use std::fmt;
+
+use failover_core::node::{Check, Evidence, Outcome};
 use tokio::time::{interval, MissedTickBehavior};
 
+use crate::actions::{self, Turn};
+use crate::client::ProbeError;
 use crate::log;
 use crate::peer;
 use crate::readiness;
 use crate::sd_notify;
 use crate::state::Shared;
+use crate::url::Url;
 
-pub async fn run(shared: Arc<Shared>) {
+pub(crate) async fn run(shared: Arc<Shared>) {
     let watchdog_period = sd_notify::watchdog_period();
     let mut watchdog = interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
     watchdog.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut logged = String::new();
+    let mut logged = None;
     loop {
         let due = shared.instant_at(shared.node().next_due_ms());
         let sleep = tokio::time::sleep_until(due);
@@ -41,7 +46,7 @@ pub async fn run(shared: Arc<Shared>) {
     }
 }
 
-async fn turn(shared: &Shared, logged: &mut String) {
+async fn turn(shared: &Shared, logged: &mut Logged) {
     let turn = shared.actions.lock().await;
     shared.alive();
     let due = shared.node().take_due(shared.now_ms());
@@ -56,31 +61,29 @@ async fn turn(shared: &Shared, logged: &mut String) {
     shared.tell_systemd_status();
 }
 
-/// Logs a hold only when its reason changed; carries out anything else.
-async fn handle(
-    shared: &Shared,
-    outcome: Outcome,
-    logged: &mut String,
-    turn: &tokio::sync::MutexGuard<'_, ()>,
-) {
+/// The evidence last logged: a hold is logged only when its evidence
+/// differs (the machine repeats the last evidence when an observation
+/// brought nothing new).
+type Logged = Option<Evidence>;
+
+/// Logs a hold only when its evidence changed; carries out anything else.
+async fn handle(shared: &Shared, outcome: Outcome, logged: &mut Logged, turn: &Turn<'_>) {
     shared.alive();
     if outcome.is_hold() {
-        if *logged != outcome.why {
-            log::info(&outcome.why);
-            *logged = outcome.why;
+        if logged.as_ref() != Some(&outcome.evidence) {
+            log::info(&outcome.evidence.to_string());
+            *logged = Some(outcome.evidence);
         }
         return;
     }
-    shared.carry_out(&outcome, turn).await;
-    *logged = outcome.why;
+    actions::carry_out(shared, &outcome, turn).await;
+    *logged = Some(outcome.evidence);
 }
-
-type Turn<'a> = tokio::sync::MutexGuard<'a, ()>;
 
 /// The app's health URL: 2xx or 3xx response headers within the probe
 /// timeout. The body is never read: an endpoint that streams megabytes or
 /// garbage costs nothing but its status line.
-async fn app_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
+async fn app_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
     let Some(app) = &shared.config.app else {
         return;
     };
@@ -91,10 +94,18 @@ async fn app_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
         .await
     {
         Ok(status) if (200..400).contains(&status) => None,
-        Ok(status) => Some(format!("{} answered HTTP {status}", app.health_url)),
-        Err(e) => Some(format!("{}: {e}", app.health_url)),
+        Ok(status) => Some(Problem::Status {
+            url: &app.health_url,
+            status,
+        }),
+        Err(error) => Some(Problem::Probe {
+            url: &app.health_url,
+            error,
+        }),
     };
     shared.probes().app_seconds = Some(started.elapsed().as_secs_f64());
+    // The core keeps the last problem as the app's `last check` text.
+    let problem = problem.map(|p| p.to_string());
     let outcome = shared
         .node()
         .observe_app(shared.now_ms(), problem.as_deref());
@@ -103,7 +114,7 @@ async fn app_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
 
 /// The maintenance flag, the connector's process state and, with a tunnel
 /// per node, its readiness.
-async fn local_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
+async fn local_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
     let flag = shared.config.maintenance_flag.exists();
     let outcome = shared.node().set_maintenance(shared.now_ms(), flag);
     handle(shared, outcome, logged, turn).await;
@@ -127,13 +138,12 @@ async fn local_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
             )
             .await;
         let ready = readiness::from_result(result);
-        shared.probes().local_ready = Some(ready.is_ready());
         let outcome = shared.node().observe_local_ready(shared.now_ms(), &ready);
         handle(shared, outcome, logged, turn).await;
     }
 }
 
-async fn peer_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
+async fn peer_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
     let Some(peer_agent) = &shared.config.peer_agent_url else {
         return;
     };
@@ -142,7 +152,7 @@ async fn peer_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
     handle(shared, outcome, logged, turn).await;
 }
 
-async fn egress_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
+async fn egress_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
     let config = &shared.config;
     let started = Instant::now();
     // Directly, never through the tunnel: the question is whether this
@@ -154,30 +164,33 @@ async fn egress_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
         .await
     {
         Ok(r) if (200..300).contains(&r.status) => None,
-        Ok(r) if (300..400).contains(&r.status) => Some(format!(
-            "{} redirects (HTTP {} to {}): egress.url must answer 2xx itself",
-            config.egress_url,
-            r.status,
-            // The redirect's target is whatever the far end chose.
-            r.location
-                .as_deref()
-                .map_or_else(|| "no Location".to_string(), log::quoted)
-        )),
-        Ok(r) => Some(format!("{} answered HTTP {}", config.egress_url, r.status)),
-        Err(e) => Some(format!("{}: {e}", config.egress_url)),
+        Ok(r) if (300..400).contains(&r.status) => Some(Problem::Redirect {
+            url: &config.egress_url,
+            status: r.status,
+            location: r.location,
+        }),
+        Ok(r) => Some(Problem::Status {
+            url: &config.egress_url,
+            status: r.status,
+        }),
+        Err(error) => Some(Problem::Probe {
+            url: &config.egress_url,
+            error,
+        }),
     };
     if problem.is_none() {
         if let Some(addr) = &config.egress_tcp {
             problem = crate::client::tcp_connect(addr, config.probe_timeout)
                 .await
-                .err();
+                .err()
+                .map(Problem::Tcp);
         }
     }
     shared.probes().egress_seconds = Some(started.elapsed().as_secs_f64());
     if let Some(problem) = &problem {
         // Only worth a line when it matters: the connector is down and this
         // is why it stays down, or the check itself is misconfigured.
-        let redirect = problem.contains(" redirects ");
+        let redirect = matches!(problem, Problem::Redirect { .. });
         if redirect || shared.node().snapshot().local_running == Some(false) {
             log::info(&format!("egress check failed: {problem}"));
         }
@@ -186,4 +199,47 @@ async fn egress_once(shared: &Shared, logged: &mut String, turn: &Turn<'_>) {
         .node()
         .observe_egress(shared.now_ms(), problem.is_none());
     handle(shared, outcome, logged, turn).await;
+}
+
+/// What a failed app or egress check found.
+enum Problem<'a> {
+    /// Egress must answer 2xx itself: a redirect is not an answer from the
+    /// place asked about (a captive portal answers that way too).
+    Redirect {
+        url: &'a Url,
+        status: u16,
+        location: Option<String>,
+    },
+    Status {
+        url: &'a Url,
+        status: u16,
+    },
+    Probe {
+        url: &'a Url,
+        error: ProbeError,
+    },
+    /// `egress.tcp`: the error names the address.
+    Tcp(ProbeError),
+}
+
+impl fmt::Display for Problem<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Redirect {
+                url,
+                status,
+                location,
+            } => write!(
+                f,
+                "{url} redirects (HTTP {status} to {}): egress.url must answer 2xx itself",
+                // The redirect's target is whatever the far end chose.
+                location
+                    .as_deref()
+                    .map_or_else(|| "no Location".to_string(), log::quoted)
+            ),
+            Problem::Status { url, status } => write!(f, "{url} answered HTTP {status}"),
+            Problem::Probe { url, error } => write!(f, "{url}: {error}"),
+            Problem::Tcp(error) => write!(f, "{error}"),
+        }
+    }
 }

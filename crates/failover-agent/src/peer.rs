@@ -2,12 +2,14 @@
 //! asking it to stand down, handing it the tunnel. Every call has its own
 //! deadline, so a hung peer costs one bounded step.
 
+use std::fmt;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use failover_core::node::PeerView;
+use failover_core::node::{Order, PeerView};
 
-use crate::client::Response;
+use crate::client::{ProbeError, Response};
 use crate::log;
+use crate::protocol;
 use crate::readiness;
 use crate::signed_order;
 use crate::state::Shared;
@@ -15,7 +17,7 @@ use crate::url::Url;
 
 /// What became of asking the peer to do something.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Asked {
+pub(crate) enum Asked {
     Done,
     Refused,
     Unreachable,
@@ -23,9 +25,9 @@ pub enum Asked {
 
 /// Readiness of the peer CONNECTOR, through the peer agent's relay and, if
 /// configured, directly; both at once, each with the probe timeout.
-pub async fn look(shared: &Shared, peer_agent: &Url) -> PeerView {
+pub(crate) async fn look(shared: &Shared, peer_agent: &Url) -> PeerView {
     let config = &shared.config;
-    let relay = peer_agent.with_path("/connector/ready");
+    let relay = peer_agent.with_path(protocol::CONNECTOR_READY);
     let timed = |url| async move {
         let started = Instant::now();
         let result = shared.client.get(url, config.probe_timeout).await;
@@ -52,8 +54,8 @@ pub async fn look(shared: &Shared, peer_agent: &Url) -> PeerView {
 
 /// `POST /failover/stop`. A peer busy with a decision of its own is asked
 /// again until `retry_busy` runs out (zero: once).
-pub async fn ask_to_stop(shared: &Shared, peer_agent: &Url, retry_busy: Duration) -> Asked {
-    match post_order(shared, peer_agent, "/failover/stop", retry_busy).await {
+pub(crate) async fn ask_to_stop(shared: &Shared, peer_agent: &Url, retry_busy: Duration) -> Asked {
+    match post_order(shared, peer_agent, Order::Stop, retry_busy).await {
         Ok(r) if r.status == 200 => {
             log::info("peer agent stopped its connector on request");
             Asked::Done
@@ -83,8 +85,8 @@ pub async fn ask_to_stop(shared: &Shared, peer_agent: &Url, retry_busy: Duration
 /// `POST /failover/handover`: the peer starts its connector and keeps it
 /// while ours stops. Answers once the peer's start command has finished. A
 /// peer busy with a decision of its own is asked again until `bound`.
-pub async fn hand_over(shared: &Shared, peer_agent: &Url, bound: Duration) -> Asked {
-    match post_order(shared, peer_agent, "/failover/handover", bound).await {
+pub(crate) async fn hand_over(shared: &Shared, peer_agent: &Url, bound: Duration) -> Asked {
+    match post_order(shared, peer_agent, Order::Handover, bound).await {
         Ok(r) if r.status == 200 => {
             log::info("peer agent started its connector for the handover");
             Asked::Done
@@ -113,9 +115,10 @@ pub async fn hand_over(shared: &Shared, peer_agent: &Url, bound: Duration) -> As
 async fn post_order(
     shared: &Shared,
     peer_agent: &Url,
-    path: &str,
+    order: Order,
     retry_busy: Duration,
-) -> Result<Response, String> {
+) -> Result<Response, PostError> {
+    let path = protocol::order_path(order);
     let url = peer_agent.with_path(path);
     let deadline = shared.config.command_timeout + shared.config.probe_timeout;
     let until = tokio::time::Instant::now() + retry_busy;
@@ -123,12 +126,12 @@ async fn post_order(
     loop {
         shared.alive();
         // Signed afresh for every try: the peer refuses a nonce twice.
-        let nonce = signed_order::nonce().ok_or("no randomness to sign the order with")?;
+        let nonce = signed_order::nonce().ok_or(PostError::NoRandomness)?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_err(|_| "the clock is before 1970: cannot sign the order")?;
+            .map_err(|_| PostError::ClockBefore1970)?;
         let authorization = signed_order::sign(
-            &shared.config.token,
+            shared.token.as_str(),
             "POST",
             // The API's own path, as the peer routes it: a base path in
             // peer.agent_url belongs to a proxy in between.
@@ -142,7 +145,27 @@ async fn post_order(
             Ok(r) if is_busy(&r) && tokio::time::Instant::now() < until => {
                 tokio::time::sleep(READY_POLL).await;
             }
-            other => return other,
+            other => return other.map_err(PostError::Probe),
+        }
+    }
+}
+
+/// Why an order never got an answer.
+#[derive(Debug)]
+enum PostError {
+    NoRandomness,
+    ClockBefore1970,
+    Probe(ProbeError),
+}
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PostError::NoRandomness => f.write_str("no randomness to sign the order with"),
+            PostError::ClockBefore1970 => {
+                f.write_str("the clock is before 1970: cannot sign the order")
+            }
+            PostError::Probe(e) => write!(f, "{e}"),
         }
     }
 }
@@ -158,11 +181,11 @@ fn unauthorized_hint(status: u16) -> &'static str {
 }
 
 fn is_busy(r: &Response) -> bool {
-    r.status == 409 && String::from_utf8_lossy(&r.body).contains(crate::api::BUSY)
+    protocol::is_busy(r.status, &r.body)
 }
 
 /// Polls `look` until the peer's connector is ready or `bound` passes.
-pub async fn await_ready(shared: &Shared, peer_agent: &Url, bound: Duration) -> bool {
+pub(crate) async fn await_ready(shared: &Shared, peer_agent: &Url, bound: Duration) -> bool {
     let until = tokio::time::Instant::now() + bound;
     loop {
         shared.alive();
@@ -179,4 +202,4 @@ pub async fn await_ready(shared: &Shared, peer_agent: &Url, bound: Duration) -> 
 /// How often a bounded wait for readiness looks again: a connector
 /// registers within a second or two, and the overlap of two serving
 /// connectors is what this costs at most.
-pub const READY_POLL: Duration = Duration::from_millis(200);
+pub(crate) const READY_POLL: Duration = Duration::from_millis(200);

@@ -3,9 +3,9 @@
 
 use failover_core::node::Readiness;
 
-use crate::client::Response;
+use crate::client::{ProbeError, Response};
 
-pub fn from_response(response: &Response) -> Readiness {
+pub(crate) fn from_response(response: &Response) -> Readiness {
     if response.status != 200 {
         return Readiness::NotReady {
             status: response.status,
@@ -35,10 +35,12 @@ pub fn from_response(response: &Response) -> Readiness {
     }
 }
 
-pub fn from_result(result: Result<Response, String>) -> Readiness {
+pub(crate) fn from_result(result: Result<Response, ProbeError>) -> Readiness {
     match result {
         Ok(response) => from_response(&response),
-        Err(detail) => Readiness::Unreachable { detail },
+        Err(e) => Readiness::Unreachable {
+            detail: e.to_string(),
+        },
     }
 }
 

@@ -7,10 +7,10 @@
 //! the first refusal after it. Pure: the clock is an argument.
 
 /// One line a minute at most.
-pub const EVERY_MS: u64 = 60_000;
+pub(crate) const EVERY_MS: u64 = 60_000;
 
 #[derive(Debug, Default)]
-pub struct RefusalLog {
+pub(crate) struct RefusalLog {
     /// When the last line was written.
     last_line_ms: Option<u64>,
     /// Refusals since that line, not yet reported.
@@ -20,7 +20,7 @@ pub struct RefusalLog {
 impl RefusalLog {
     /// Counts one refusal at `now_ms`; `Some(n)` when a line is due now,
     /// reporting `n` refusals (this one and the unreported before it).
-    pub fn record(&mut self, now_ms: u64) -> Option<u64> {
+    pub(crate) fn record(&mut self, now_ms: u64) -> Option<u64> {
         self.unreported += 1;
         let due = self
             .last_line_ms

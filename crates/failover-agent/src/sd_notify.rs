@@ -4,7 +4,7 @@
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
-pub fn notify(state: &str) {
+pub(crate) fn notify(state: &str) {
     let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
         return;
     };

@@ -30,7 +30,7 @@ pub const SCHEME: &str = "Failover-HMAC-SHA256";
 /// How far a signed order's timestamp may be from the recipient's clock,
 /// either way: generous for two NTP-synchronised hosts and a slow hop,
 /// short enough that a captured order is soon worthless.
-pub const WINDOW_MS: u64 = 60_000;
+pub(crate) const WINDOW_MS: u64 = 60_000;
 
 /// Nonces remembered at most. Only correctly signed orders are remembered
 /// (nobody without the token can fill this), and a pair exchanges a few
@@ -42,7 +42,7 @@ pub const NONCE_LEN: usize = 16;
 
 /// Who gave an order that was let through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Caller {
+pub(crate) enum Caller {
     /// `Authorization: Bearer <token>`.
     Operator,
     /// A signed order from the peer agent.
@@ -51,7 +51,7 @@ pub enum Caller {
 
 /// Why an order was refused (401).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// No `Authorization`, or a scheme other than the two above.
     NoCredentials,
     /// A bearer token that is not ours.
@@ -69,7 +69,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Refusal::NoCredentials => "no credentials",
             Refusal::WrongToken => "wrong bearer token",
@@ -84,7 +84,7 @@ impl Refusal {
 }
 
 /// The role an order to the peer is addressed to.
-pub fn peer_of(role: Role) -> Role {
+pub(crate) fn peer_of(role: Role) -> Role {
     match role {
         Role::Primary => Role::Standby,
         Role::Standby => Role::Primary,
@@ -112,7 +112,7 @@ pub fn sign(
 }
 
 /// A fresh random nonce; `None` if the system has no randomness to give.
-pub fn nonce() -> Option<[u8; NONCE_LEN]> {
+pub(crate) fn nonce() -> Option<[u8; NONCE_LEN]> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; NONCE_LEN];
     ring::rand::SystemRandom::new().fill(&mut bytes).ok()?;
@@ -175,7 +175,7 @@ fn parse(fields: &str) -> Option<Signed<'_>> {
 /// Checks orders, remembering the signed ones it let through for the
 /// window.
 #[derive(Default)]
-pub struct Verifier {
+pub(crate) struct Verifier {
     /// (timestamp, nonce) of accepted signed orders, oldest first.
     seen: VecDeque<(u64, String)>,
 }
@@ -184,7 +184,7 @@ impl Verifier {
     /// Who gave the order, or why it is refused. `me` is this agent's role,
     /// `now_unix_ms` its wall clock (the peer's timestamps are wall-clock
     /// too: the two hosts must keep NTP time).
-    pub fn check(
+    pub(crate) fn check(
         &mut self,
         authorization: Option<&str>,
         token: &str,

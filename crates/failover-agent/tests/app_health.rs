@@ -1,4 +1,4 @@
-//! The agent in process, on port 0: an app health endpoint that hangs,
+//! The agent in process, on port 0 and paused time: an app health endpoint that hangs,
 //! answers garbage or streams 10 MB never stalls the agent's loop or its
 //! API. One thread runs both the agent and the bad app, so a check that
 //! blocked would stop `/health` from answering too.
@@ -11,8 +11,8 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use failover_agent::config::Config;
-use failover_agent::{api, serve_on};
+use failover_agent::{bind, serve_with, Config, Token};
+use support::in_process;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -93,9 +93,7 @@ url = "http://127.0.0.1:1/trace"
 "#,
         dir = dir.display()
     );
-    let mut config = Config::parse(&text).unwrap();
-    config.token = "in-process-token".into();
-    config
+    Config::parse(&text).unwrap()
 }
 
 /// One GET on a fresh connection; the whole answer as text.
@@ -108,7 +106,10 @@ async fn get(port: u16, path: &str) -> String {
     answer
 }
 
-#[tokio::test(flavor = "current_thread")]
+// Paused time: the clock jumps whenever the agent, the bad app and this
+// test all wait, so the three seconds of checks take none; a check that
+// blocked the thread would still stop `/health` (and the clock) with it.
+#[tokio::test(start_paused = true)]
 async fn a_bad_app_endpoint_never_stalls_the_loop_or_the_api() {
     let dir = support::scratch_root().join(format!("failover-agent-app-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -119,12 +120,21 @@ async fn a_bad_app_endpoint_never_stalls_the_loop_or_the_api() {
         (BadApp::TenMegabytes, r#""app":"up""#),
     ] {
         let app = start_app(mode).await;
-        let listener = api::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let port = listener.local_addr().unwrap().port();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let agent = tokio::spawn(serve_on(config(app, &dir), listener, async {
-            let _ = stopped.await;
-        }));
+        // A connector that runs no process: on paused time a process's
+        // wait would jump the clock to its deadline.
+        let connector = in_process::Connector::new(in_process::Egress::start().await).await;
+        let agent = tokio::spawn(serve_with(
+            config(app, &dir),
+            Token::new("in-process-token"),
+            in_process::control(&connector),
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+        ));
         let mut last = String::new();
         // Ten looks over three seconds: ten app checks at 300 ms.
         for _ in 0..10 {

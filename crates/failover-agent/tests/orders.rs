@@ -9,7 +9,7 @@ mod support;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use failover_agent::signed_order::{self, NONCE_LEN};
+use failover_agent::{sign_order, NONCE_LEN, ORDER_SCHEME};
 use failover_core::node::Role;
 use support::{free_port, http, post_with, FakePeer, NodeSpec, Scratch, TOKEN};
 
@@ -33,7 +33,7 @@ fn node(name: &'static str, role: &'static str, peer_agent_port: u16, poll_ms: u
 }
 
 fn stop_signed(port: u16, to: Role, ts: u64, nonce: u8) -> Option<u16> {
-    let header = signed_order::sign(TOKEN, "POST", "/failover/stop", to, ts, &[nonce; NONCE_LEN]);
+    let header = sign_order(TOKEN, "POST", "/failover/stop", to, ts, &[nonce; NONCE_LEN]);
     post_with(port, "/failover/stop", &header)
 }
 
@@ -57,7 +57,7 @@ fn a_captured_order_carries_no_token_and_cannot_be_replayed() {
         std::fs::read_to_string(dir.path("standby.log")).unwrap_or_default()
     );
     let captured = fake.authorization_of("/failover/stop").unwrap();
-    assert!(captured.starts_with(signed_order::SCHEME), "{captured}");
+    assert!(captured.starts_with(ORDER_SCHEME), "{captured}");
     assert!(!captured.contains(TOKEN), "the token travelled: {captured}");
 
     // A real primary with the same token. Slow clocks: it decides nothing

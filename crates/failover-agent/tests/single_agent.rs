@@ -1,10 +1,17 @@
-//! One real agent: the HTTP API, the token check, the CLI and config errors.
+//! One agent: the HTTP API, the token check, the CLI and config errors as a
+//! real process; the scenarios that take polls (a bad peer, an operator's
+//! start under the flag) in process, on paused time.
+
+// Test code: a failed unwrap here is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
 use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
-use support::{free_port, http, NodeSpec, Scratch, AGENT, TOKEN};
+use support::{free_port, http, in_process, NodeSpec, Scratch, AGENT, TOKEN};
 
 fn lone_standby() -> NodeSpec {
     NodeSpec {
@@ -300,72 +307,93 @@ fn check_config_refuses_an_open_or_short_token_and_a_hidden_flag() {
     }
 }
 
-/// A standby whose peer "agent" is `peer`; returns once it took over.
-fn standby_takes_over_from(name: &str, setup_peer: impl FnOnce(u16) -> Box<dyn std::any::Any>) {
-    let dir = Scratch::new(name);
-    let mut node = lone_standby();
-    node.poll_ms = support::POLL_MS;
-    let _peer = setup_peer(node.peer_agent_port);
-    let _edge = support::egress_server(node.edge_port, &dir.path("edge.log"));
-    let _agent = node.start_agent(&dir);
-    let _cleanup = support::StopConnectorOnDrop(&node, &dir);
-    let took_over = support::eventually(20, || node.connector_running(&dir));
-    let log = std::fs::read_to_string(dir.path("lone.log")).unwrap_or_default();
-    assert!(took_over, "no take-over from a bad peer:\n{log}");
-    assert!(
-        node.health().contains(r#""takeovers":1"#),
-        "{}",
-        node.health()
-    );
+// The timing scenarios: the agent in process, on paused time.
+
+/// A lone standby whose peer agent answers with `peer`, polling every
+/// second; nothing answers at the peer's address when `peer` is `None`.
+async fn lone_standby_in_process(
+    dir: &in_process::Dir,
+    peer: Option<in_process::Answer>,
+) -> (
+    in_process::Agent,
+    Arc<in_process::Connector>,
+    Option<in_process::Server>,
+) {
+    let egress = in_process::Egress::start().await;
+    let connector = in_process::Connector::new(Arc::clone(&egress)).await;
+    let peer = match peer {
+        Some(answer) => Some(in_process::Server::start(answer).await),
+        None => None,
+    };
+    // Nothing listens on a port taken and let go.
+    let nobody = in_process::Agent::listener()
+        .await
+        .local_addr()
+        .unwrap()
+        .port();
+    let spec = in_process::Spec {
+        role: "standby",
+        poll_ms: support::POLL_MS,
+        takeover_after: 3,
+        connector_ready_url: connector.ready_url(),
+        peer_agent_port: peer.as_ref().map_or(nobody, in_process::Server::port),
+        peer_connector_ready_url: None,
+        egress_port: egress.port(),
+        flag: dir.path("maintenance"),
+    };
+    let agent = in_process::Agent::start(&spec, in_process::Agent::listener().await, &connector);
+    (agent, connector, peer)
 }
 
-#[test]
-fn an_operator_start_under_the_maintenance_flag_is_not_drained() {
-    let dir = Scratch::new("operator-start");
-    let mut node = lone_standby();
-    node.poll_ms = support::POLL_MS;
-    let _edge = support::egress_server(node.edge_port, &dir.path("edge.log"));
-    node.write_config(&dir);
-    assert!(node.run_cli(&dir, &["maintenance", "on"]).status.success());
-    let _agent = node.start_agent(&dir);
-    let _cleanup = support::StopConnectorOnDrop(&node, &dir);
+#[tokio::test(start_paused = true)]
+async fn an_operator_start_under_the_maintenance_flag_is_not_drained() {
+    let dir = in_process::Dir::new("operator-start");
+    std::fs::write(dir.path("maintenance"), b"on\n").unwrap();
+    let (agent, connector, _peer) = lone_standby_in_process(&dir, None).await;
     assert!(
-        support::eventually(10, || node.health().contains(r#""maintenance":true"#)),
+        in_process::eventually(10, || async {
+            agent.health().await.contains(r#""maintenance":true"#)
+        })
+        .await,
         "{}",
-        node.health()
+        agent.health().await
     );
-    let started = http("POST", node.agent_port, "/failover/start", Some(TOKEN));
+    let started = in_process::request("POST", agent.port, "/failover/start", Some(TOKEN)).await;
     assert_eq!(started.map(|a| a.0), Some(200));
-    std::thread::sleep(std::time::Duration::from_millis(support::POLL_MS * 3));
-    let log = std::fs::read_to_string(dir.path("lone.log")).unwrap_or_default();
-    assert!(node.connector_running(&dir), "drained:\n{log}");
-    assert!(!log.contains("decision drain"), "{log}");
+    tokio::time::sleep(Duration::from_millis(support::POLL_MS * 3)).await;
+    let health = agent.health().await;
+    assert!(connector.is_running(), "drained: {health}");
+    assert!(health.contains(r#""drains":0"#), "{health}");
     // The flag changes (off, on): the override ends and the node drains.
-    assert!(node.run_cli(&dir, &["maintenance", "off"]).status.success());
-    std::thread::sleep(std::time::Duration::from_millis(support::POLL_MS * 2));
-    assert!(node.run_cli(&dir, &["maintenance", "on"]).status.success());
+    agent.maintenance(false);
+    tokio::time::sleep(Duration::from_millis(support::POLL_MS * 2)).await;
+    agent.maintenance(true);
     assert!(
-        support::eventually(10, || !node.connector_running(&dir)),
-        "not drained after the flag changed:\n{}",
-        std::fs::read_to_string(dir.path("lone.log")).unwrap_or_default()
+        in_process::eventually(10, || async { !connector.is_running() }).await,
+        "not drained after the flag changed: {}",
+        agent.health().await
     );
+    assert!(agent.health().await.contains(r#""drains":1"#));
 }
 
-#[test]
-fn a_hung_peer_is_a_miss_not_a_stall() {
-    // Accepts connections (the kernel does) and never answers.
-    standby_takes_over_from("hung", |port| {
-        Box::new(std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind"))
-    });
+/// A standby whose peer agent answers `peer` takes over within 20 s.
+async fn standby_takes_over_from(name: &str, peer: in_process::Answer) {
+    let dir = in_process::Dir::new(name);
+    let (agent, connector, _peer) = lone_standby_in_process(&dir, Some(peer)).await;
+    let took_over = in_process::eventually(20, || async { connector.is_running() }).await;
+    let health = agent.health().await;
+    assert!(took_over, "no take-over from a bad peer: {health}");
+    assert!(health.contains(r#""takeovers":1"#), "{health}");
 }
 
-#[test]
-fn a_malformed_peer_answer_is_a_miss_not_a_crash() {
+#[tokio::test(start_paused = true)]
+async fn a_hung_peer_is_a_miss_not_a_stall() {
+    // Accepts connections and never answers.
+    standby_takes_over_from("hung", in_process::Answer::Hang).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_malformed_peer_answer_is_a_miss_not_a_crash() {
     // Answers 200 with a body that is not cloudflared's JSON.
-    standby_takes_over_from("malformed", |port| {
-        Box::new(support::egress_server(
-            port,
-            std::path::Path::new("/dev/null"),
-        ))
-    });
+    standby_takes_over_from("malformed", in_process::Answer::Fixed(200, "fl=1\n".into())).await;
 }

@@ -1,149 +1,137 @@
-//! Two real agents on loopback, each with a fake connector driven by the
-//! `command` controller, 1 s intervals. Assertions wait on generous
-//! deadlines, never on wall-clock durations. The scenarios run one at a time
-//! (`support::serial`): each is a dozen processes on fast clocks.
+//! Two agents of a shared tunnel, in this process on paused time, each with
+//! a connector that runs no process (`support::in_process`), 1 s polls. The
+//! agents are the real ones on loopback; the clock jumps whenever both are
+//! idle, so a scenario of a minute of polls takes milliseconds, and the
+//! waits are generous deadlines on that clock, never wall-clock claims.
+//! `scripts/gate.sh` runs the same pair as two real processes.
+
+// Test code: a failed unwrap here is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
-use support::{eventually, http, ready, serial, Pair, POLL_MS, TAKEOVER_AFTER};
+use std::time::Duration;
 
-#[test]
-fn standby_takes_over_when_the_primary_loses_egress_then_stands_down_after_fail_back() {
-    let _serial = serial();
-    let mut pair = Pair::start("egress", false, TAKEOVER_AFTER);
-    pair.cut_primary_egress();
+use support::in_process::Pair;
+use support::{POLL_MS, TAKEOVER_AFTER};
+
+async fn polls(n: u64) {
+    tokio::time::sleep(Duration::from_millis(POLL_MS * n)).await;
+}
+
+/// Make before break: each time the standby's connector stopped while the
+/// primary served, the primary's was ready first. Checked when it stops.
+fn primary_ready_when_the_standby_stopped(pair: &Pair) -> bool {
+    !pair.standby_connector.is_running() && pair.primary_connector.is_ready()
+}
+
+#[tokio::test(start_paused = true)]
+async fn standby_takes_over_when_the_primary_loses_egress_then_stands_down_after_fail_back() {
+    let pair = Pair::start("egress", false, TAKEOVER_AFTER).await;
+    pair.primary_egress.cut();
     pair.expect(
         20,
         "the standby serves and the primary's connector is stopped",
-        |p| ready(p.standby.connector_port) && !p.primary.connector_running(&p.dir),
-    );
-    assert!(
-        pair.standby.health().contains(r#""takeovers":1"#),
-        "{}",
-        pair.standby.health()
-    );
+        |p| p.standby_connector.is_ready() && !p.primary_connector.is_running(),
+    )
+    .await;
+    let health = pair.standby.health().await;
+    assert!(health.contains(r#""takeovers":1"#), "{health}");
     // Isolated: the primary must not fail back while egress is down.
-    std::thread::sleep(std::time::Duration::from_millis(POLL_MS * 4));
+    polls(4).await;
     assert!(
-        !pair.primary.connector_running(&pair.dir),
-        "fail-back without egress\n{}",
-        pair.logs()
+        !pair.primary_connector.is_running(),
+        "fail-back without egress: {}",
+        pair.primary.health().await
     );
 
-    pair.restore_primary_egress();
+    pair.primary_egress.restore();
     pair.expect(
         20,
         "the primary fails back and the standby stands down",
-        |p| ready(p.primary.connector_port) && !p.standby.connector_running(&p.dir),
-    );
-    let logs = pair.logs();
-    for line in [
-        "decision take-over",
-        "decision fail-back",
-        "peer agent stopped its connector",
-    ] {
-        assert!(logs.contains(line), "missing {line:?} in\n{logs}");
-    }
-    // Make before break: the primary, once its connector was ready, asked
-    // the standby to stop (the standby may have noticed first and stood
-    // down on its own poll; either way both served for a moment only).
-    // The standby may be seen stopped before the primary's request has
-    // been answered and logged: wait for the line.
-    let asked = eventually(10, || {
-        let primary_log = pair.log("primary");
-        let failback = primary_log.rfind("decision fail-back").unwrap_or(0);
-        primary_log[failback..].contains("peer agent stopped its connector")
-    });
-    assert!(asked, "{}", pair.logs());
+        primary_ready_when_the_standby_stopped,
+    )
+    .await;
+    // One fail-back at start-up, one now; the standby stood down once,
+    // by itself or on the primary's order.
+    let primary = pair.primary.health().await;
+    assert!(primary.contains(r#""failbacks":2"#), "{primary}");
+    let stops = pair.standby_connector.stops.lock().unwrap().len();
+    assert_eq!(stops, 1, "{}", pair.standby.health().await);
 }
 
-#[test]
-fn maintenance_flag_holds_the_primary_down_until_released() {
-    let _serial = serial();
-    let pair = Pair::start("maintenance", false, TAKEOVER_AFTER);
-    let on = pair.primary.run_cli(&pair.dir, &["maintenance", "on"]);
-    assert!(on.status.success(), "{on:?}");
+#[tokio::test(start_paused = true)]
+async fn maintenance_flag_holds_the_primary_down_until_released() {
+    let pair = Pair::start("maintenance", false, TAKEOVER_AFTER).await;
+    pair.primary.maintenance(true);
     pair.expect(20, "the primary drains and the standby takes over", |p| {
-        ready(p.standby.connector_port) && !p.primary.connector_running(&p.dir)
-    });
-    std::thread::sleep(std::time::Duration::from_millis(POLL_MS * 4));
+        p.standby_connector.is_ready() && !p.primary_connector.is_running()
+    })
+    .await;
+    polls(4).await;
     assert!(
-        !pair.primary.connector_running(&pair.dir),
-        "started under the flag\n{}",
-        pair.logs()
+        !pair.primary_connector.is_running(),
+        "started under the flag: {}",
+        pair.primary.health().await
     );
-    assert!(pair.primary.health().contains(r#""maintenance":true"#));
+    let health = pair.primary.health().await;
+    assert!(health.contains(r#""maintenance":true"#), "{health}");
+    assert!(health.contains(r#""drains":1"#), "{health}");
 
-    let off = pair.primary.run_cli(&pair.dir, &["maintenance", "off"]);
-    assert!(off.status.success(), "{off:?}");
+    pair.primary.maintenance(false);
     pair.expect(
         20,
         "the primary serves again and the standby stands down",
-        |p| ready(p.primary.connector_port) && !p.standby.connector_running(&p.dir),
-    );
-    assert!(pair.logs().contains("decision drain"), "{}", pair.logs());
+        primary_ready_when_the_standby_stopped,
+    )
+    .await;
 }
 
-#[test]
-fn a_bare_stop_of_the_primary_connector_is_undone_by_the_primary() {
-    let _serial = serial();
+#[tokio::test(start_paused = true)]
+async fn a_bare_stop_of_the_primary_connector_is_undone_by_the_primary() {
     // The margin is structural: the primary restarts its connector at its
     // next local look (one poll), the standby would need eight misses.
-    let pair = Pair::start("bare-stop", false, 8);
-    let stop = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(pair.primary.stop_command(&pair.dir))
-        .status()
-        .expect("stop");
-    assert!(stop.success());
+    let pair = Pair::start("bare-stop", false, 8).await;
+    pair.primary_connector.stop_behind_the_agents_back();
     pair.expect(20, "the primary restarts its own connector", |p| {
-        ready(p.primary.connector_port)
-    });
-    std::thread::sleep(std::time::Duration::from_millis(POLL_MS * 2));
+        p.primary_connector.is_ready()
+    })
+    .await;
+    polls(2).await;
     assert!(
-        !pair.standby.connector_running(&pair.dir),
-        "the standby serves\n{}",
-        pair.logs()
+        !pair.standby_connector.is_running(),
+        "the standby serves: {}",
+        pair.standby.health().await
     );
-    let health = pair.standby.health();
-    assert!(
-        health.contains(r#""takeovers":0"#),
-        "{health}\n{}",
-        pair.logs()
-    );
+    let standby = pair.standby.health().await;
+    assert!(standby.contains(r#""takeovers":0"#), "{standby}");
     // One fail-back at start-up, one for the bare stop.
-    let failbacks = pair.log("primary").matches("decision fail-back").count();
-    assert_eq!(failbacks, 2, "{}", pair.logs());
+    let primary = pair.primary.health().await;
+    assert!(primary.contains(r#""failbacks":2"#), "{primary}");
+    assert_eq!(pair.primary_connector.starts(), 2);
 }
 
-#[test]
-fn peer_agent_down_while_its_connector_serves_is_no_takeover() {
-    let _serial = serial();
-    let mut pair = Pair::start("agent-down", true, TAKEOVER_AFTER);
-    if let Some(mut agent) = pair.primary_agent.take() {
-        agent.kill();
-    }
+#[tokio::test(start_paused = true)]
+async fn peer_agent_down_while_its_connector_serves_is_no_takeover() {
+    let mut pair = Pair::start("agent-down", true, TAKEOVER_AFTER).await;
+    pair.primary.kill();
     assert!(
-        ready(pair.primary.connector_port),
+        pair.primary_connector.is_ready(),
         "the primary's connector still serves"
     );
-    std::thread::sleep(std::time::Duration::from_millis(POLL_MS * 8));
+    polls(8).await;
     assert!(
-        !pair.standby.connector_running(&pair.dir),
-        "took over from a serving connector\n{}",
-        pair.logs()
+        !pair.standby_connector.is_running(),
+        "took over from a serving connector: {}",
+        pair.standby.health().await
     );
-    assert!(pair.standby.health().contains(r#""takeovers":0"#));
+    let standby = pair.standby.health().await;
+    assert!(standby.contains(r#""takeovers":0"#), "{standby}");
 
     // The connector loses its edge too: now the standby must serve.
-    let lost = http(
-        "POST",
-        pair.primary.connector_port,
-        "/control/disconnect",
-        None,
-    );
-    assert_eq!(lost.map(|r| r.0), Some(200));
+    pair.primary_connector.disconnect();
     pair.expect(20, "the standby takes over", |p| {
-        ready(p.standby.connector_port)
-    });
+        p.standby_connector.is_ready()
+    })
+    .await;
 }

@@ -1,7 +1,12 @@
-//! Real processes on loopback: agents, fake connectors, egress servers.
+//! Real processes on loopback: agents, fake connectors, egress servers;
+//! and, in `in_process`, the same on paused time inside the test.
 #![allow(dead_code)]
+// Shared by several test crates, each using a part: `pub` is its interface.
+#![allow(unreachable_pub)]
 // Test support: a failed expect here is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod in_process;
 
 use std::fs::File;
 use std::io::{Read, Write};

@@ -1,5 +1,7 @@
 //! The answers of the node machine.
 
+use super::evidence::Evidence;
+
 /// What the node should do about its connector now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -171,47 +173,42 @@ impl Decision {
     }
 }
 
-/// A decision, the one-line reason the agent logs with it, and the side
-/// effects to carry out, in order.
+/// A decision, the evidence it rests on (the agent renders it for its log)
+/// and the side effects to carry out, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     pub decision: Decision,
     pub reason: Reason,
-    pub why: String,
+    pub evidence: Evidence,
     pub actions: &'static [Action],
 }
 
 impl Outcome {
-    pub fn new(
-        decision: Decision,
-        reason: Reason,
-        topology: Topology,
-        why: impl Into<String>,
-    ) -> Self {
+    pub fn new(decision: Decision, reason: Reason, topology: Topology, evidence: Evidence) -> Self {
         Outcome {
             decision,
             reason,
-            why: why.into(),
+            evidence,
             actions: decision.actions(topology),
         }
     }
 
-    pub fn hold(why: impl Into<String>) -> Self {
+    pub fn hold(evidence: Evidence) -> Self {
         Outcome {
             decision: Decision::Hold,
             reason: Reason::Steady,
-            why: why.into(),
+            evidence,
             actions: &[],
         }
     }
 
     /// A repeated take-over within one episode: the peer was asked to stand
     /// down already, so only the local start is tried again.
-    pub fn retry_start(decision: Decision, reason: Reason, why: impl Into<String>) -> Self {
+    pub fn retry_start(decision: Decision, reason: Reason, evidence: Evidence) -> Self {
         Outcome {
             decision,
             reason,
-            why: why.into(),
+            evidence,
             actions: &RETRY_START,
         }
     }

@@ -7,9 +7,11 @@
 //! at what.
 
 use super::app::{AppState, AppTiming, AppWatch};
-use super::decision::{Decision, Outcome, Reason, ReasonCounts, Topology};
+use super::decision::{Action, Decision, Outcome, Reason, ReasonCounts, Topology};
+use super::evidence::Evidence;
 use super::failback::FailBack;
 use super::maintenance::Maintenance;
+use super::order::Order;
 use super::peer_watch::PeerWatch;
 use super::readiness::{PeerView, Readiness};
 use super::schedule::{Check, Schedule};
@@ -82,7 +84,7 @@ pub struct Snapshot {
     pub app: Option<AppState>,
     pub app_last: Option<String>,
     pub last_decision: Decision,
-    pub last_why: String,
+    pub last_evidence: Evidence,
     pub last_transition_ms: Option<u64>,
     pub takeovers: u64,
     pub standdowns: u64,
@@ -116,6 +118,9 @@ pub struct Node {
     /// still looks ready for a moment, which must not make us stand down.
     /// Until the peer is seen not ready once, or this time passes.
     peer_leaving_until_ms: Option<u64>,
+    /// How long a peer that handed us the tunnel may keep looking ready:
+    /// its wait for our readiness and its stop, each bounded by the agent.
+    handover_grace_ms: u64,
     last: Outcome,
     last_transition_ms: Option<u64>,
     takeovers: u64,
@@ -165,7 +170,8 @@ impl Node {
             maintenance: Maintenance::default(),
             app: app.map(AppWatch::new),
             peer_leaving_until_ms: None,
-            last: Outcome::hold("starting"),
+            handover_grace_ms: 0,
+            last: Outcome::hold(Evidence::Starting),
             last_transition_ms: None,
             takeovers: 0,
             standdowns: 0,
@@ -176,6 +182,13 @@ impl Node {
             asked_peer: false,
             operator_started: false,
         }
+    }
+
+    /// The same node, allowing a peer that hands the tunnel over `grace_ms`
+    /// to stop its connector (see [`Node::handover_received`]).
+    pub fn with_handover_grace_ms(mut self, grace_ms: u64) -> Self {
+        self.handover_grace_ms = grace_ms;
+        self
     }
 
     pub fn role(&self) -> Role {
@@ -210,19 +223,18 @@ impl Node {
     /// The local app's check; `problem` is `None` when it was healthy.
     pub fn observe_app(&mut self, now_ms: u64, problem: Option<&str>) -> Outcome {
         let Some(app) = &mut self.app else {
-            return Outcome::hold("no [app] configured");
+            return Outcome::hold(Evidence::NoApp);
         };
         let before = app.state();
         app.observe(problem);
         let after = app.state();
         let hold = if before != after {
-            format!(
-                "app {} ({})",
-                after.as_str(),
-                app.last().unwrap_or("no check yet")
-            )
+            Evidence::App {
+                state: after,
+                last: app.last().map(str::to_string),
+            }
         } else {
-            self.last.why.clone()
+            self.last.evidence.clone()
         };
         self.decide(now_ms, hold)
     }
@@ -235,11 +247,10 @@ impl Node {
         if !running {
             self.local_ready = None;
         }
-        let state = if running { "running" } else { "not running" };
         let hold = if changed {
-            format!("local connector {state}")
+            Evidence::Local { running }
         } else {
-            self.last.why.clone()
+            self.last.evidence.clone()
         };
         self.decide(now_ms, hold)
     }
@@ -247,23 +258,24 @@ impl Node {
     /// Tunnel per node: one look at our own running connector's `/ready`.
     pub fn observe_local_ready(&mut self, now_ms: u64, readiness: &Readiness) -> Outcome {
         if !self.wants_local_readiness() {
-            return self.decide(now_ms, self.last.why.clone());
+            return self.decide(now_ms, self.last.evidence.clone());
         }
         let ready = readiness.is_ready();
         let changed = self.local_ready != Some(ready);
         self.local_ready = Some(ready);
         self.own.observe(&PeerView::relayed(readiness.clone()));
         let hold = if ready && changed {
-            format!("local connector {}", readiness.describe())
+            Evidence::LocalReady {
+                readiness: readiness.clone(),
+            }
         } else if !ready {
-            format!(
-                "local connector not ready {}/{} ({})",
-                self.own.misses_in_a_row(),
-                self.own.takeover_after(),
-                readiness.describe()
-            )
+            Evidence::LocalNotReady {
+                misses: self.own.misses_in_a_row(),
+                of: self.own.takeover_after(),
+                readiness: readiness.clone(),
+            }
         } else {
-            self.last.why.clone()
+            self.last.evidence.clone()
         };
         self.decide(now_ms, hold)
     }
@@ -271,7 +283,7 @@ impl Node {
     /// One look at the peer's connector (standby only; ignored otherwise).
     pub fn observe_peer(&mut self, now_ms: u64, view: &PeerView) -> Outcome {
         if self.role != Role::Standby {
-            return Outcome::hold("only the standby watches its peer");
+            return Outcome::hold(Evidence::NotWatchingPeer);
         }
         self.peer.observe(view);
         if !view.is_ready() {
@@ -280,14 +292,13 @@ impl Node {
             self.peer_leaving_until_ms = None;
         }
         let hold = if view.is_ready() {
-            format!("peer connector {}", view.describe())
+            Evidence::PeerReady { view: view.clone() }
         } else {
-            format!(
-                "peer connector miss {}/{} ({})",
-                self.peer.misses_in_a_row(),
-                self.peer.takeover_after(),
-                view.describe()
-            )
+            Evidence::PeerMiss {
+                misses: self.peer.misses_in_a_row(),
+                of: self.peer.takeover_after(),
+                view: view.clone(),
+            }
         };
         self.decide(now_ms, hold)
     }
@@ -295,39 +306,31 @@ impl Node {
     /// One egress check (primary and tunnel per node; ignored otherwise).
     pub fn observe_egress(&mut self, now_ms: u64, good: bool) -> Outcome {
         if !self.role.fails_back() {
-            return Outcome::hold("the standby does not fail back");
+            return Outcome::hold(Evidence::NoFailBack);
         }
         self.failback.observe(good);
-        let hold = format!(
-            "egress check {}: {}/{} good in a row",
-            if good { "good" } else { "failed" },
+        let hold = Evidence::Egress {
+            good,
             // Capped so that a steady good egress does not log a new line
             // every check.
-            self.failback.good_in_a_row().min(self.failback.required()),
-            self.failback.required()
-        );
+            in_a_row: self.failback.good_in_a_row().min(self.failback.required()),
+            required: self.failback.required(),
+        };
         self.decide(now_ms, hold)
     }
 
     /// The maintenance flag file appeared or went away.
     pub fn set_maintenance(&mut self, now_ms: u64, on: bool) -> Outcome {
         if !self.maintenance.set(now_ms, on) {
-            return self.decide(now_ms, self.last.why.clone());
+            return self.decide(now_ms, self.last.evidence.clone());
         }
         self.operator_started = false;
         if on {
             self.failback.planned_handover();
-            self.decide(
-                now_ms,
-                "maintenance flag set: this node will not start its connector".into(),
-            )
+            self.decide(now_ms, Evidence::MaintenanceSet)
         } else {
-            let hold = match self.role {
-                Role::Primary | Role::Node => format!(
-                    "maintenance flag removed: fail-back after {} good egress check(s)",
-                    self.failback.required()
-                ),
-                Role::Standby => "maintenance flag removed: watching the peer again".into(),
+            let hold = Evidence::MaintenanceCleared {
+                failback_after: self.role.fails_back().then(|| self.failback.required()),
             };
             self.decide(now_ms, hold)
         }
@@ -354,10 +357,9 @@ impl Node {
         }
         if self.role.fails_back() {
             self.failback.peer_ordered_stop(now_ms, was_running);
-            self.last = Outcome::hold(format!(
-                "stopped on request: fail-back after {} good egress check(s)",
-                self.failback.required()
-            ));
+            self.last = Outcome::hold(Evidence::StoppedOnRequest {
+                failback_after: self.failback.required(),
+            });
         }
     }
 
@@ -369,9 +371,36 @@ impl Node {
         self.started_now();
         if self.maintenance.is_on() {
             self.operator_started = true;
-            self.last = Outcome::hold(
-                "started on request under the maintenance flag: no drain until the flag changes",
-            );
+            self.last = Outcome::hold(Evidence::StartedUnderMaintenance);
+        }
+    }
+
+    /// An order from the peer or an operator: whether it is taken and, if
+    /// so, the actions that carry it out. A stop is recorded here, before it
+    /// runs, so that no decision in between works from a stale "running"
+    /// ([`Node::peer_ordered_stop`]); a start is recorded by
+    /// [`Node::order_done`] once it succeeded.
+    pub fn order(
+        &mut self,
+        now_ms: u64,
+        order: Order,
+    ) -> Result<&'static [Action], HandoverRefused> {
+        match order {
+            Order::Handover => self.accepts_handover()?,
+            Order::Stop => self.peer_ordered_stop(now_ms),
+            Order::Start => {}
+        }
+        Ok(order.actions())
+    }
+
+    /// The actions of an [`Order`] succeeded.
+    pub fn order_done(&mut self, now_ms: u64, order: Order) {
+        match order {
+            Order::Start => self.operator_started(),
+            Order::Handover => {
+                self.handover_received(now_ms, now_ms.saturating_add(self.handover_grace_ms));
+            }
+            Order::Stop => {}
         }
     }
 
@@ -398,7 +427,7 @@ impl Node {
         if self.role == Role::Standby {
             self.peer_leaving_until_ms = Some(until_ms);
         }
-        self.last = Outcome::hold("serving: the peer handed the tunnel over");
+        self.last = Outcome::hold(Evidence::HandedOver);
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -411,7 +440,7 @@ impl Node {
             app: self.app_state(),
             app_last: self.app.as_ref().and_then(|a| a.last().map(str::to_string)),
             last_decision: self.last.decision,
-            last_why: self.last.why.clone(),
+            last_evidence: self.last.evidence.clone(),
             last_transition_ms: self.last_transition_ms,
             takeovers: self.takeovers,
             standdowns: self.standdowns,
@@ -447,12 +476,12 @@ impl Node {
             .is_some_and(|until| now_ms < until)
     }
 
-    fn decide(&mut self, now_ms: u64, hold_why: String) -> Outcome {
+    fn decide(&mut self, now_ms: u64, hold: Evidence) -> Outcome {
         if !self.peer.peer_is_down() {
             // The take-over episode ends once the peer is seen ready again.
             self.asked_peer = false;
         }
-        let outcome = self.rule(now_ms, hold_why);
+        let outcome = self.rule(now_ms, hold);
         if !outcome.is_hold() {
             self.carry_out(now_ms, &outcome);
         }
@@ -460,24 +489,19 @@ impl Node {
         outcome
     }
 
-    fn rule(&self, now_ms: u64, hold_why: String) -> Outcome {
+    fn rule(&self, now_ms: u64, hold: Evidence) -> Outcome {
         let topology = self.role.topology();
         let running = self.local_running;
         if self.maintenance.is_on() {
             if running == Some(true) && !self.operator_started {
-                let why = match topology {
-                    Topology::SharedTunnel => {
-                        "maintenance flag set: handing the tunnel to the peer, then stopping the \
-                         local connector"
-                    }
-                    Topology::TunnelPerNode => {
-                        "maintenance flag set: stopping the local connector so the edge sends \
-                         traffic to the other tunnel"
-                    }
-                };
-                return Outcome::new(Decision::Drain, Reason::Maintenance, topology, why);
+                return Outcome::new(
+                    Decision::Drain,
+                    Reason::Maintenance,
+                    topology,
+                    Evidence::Drain { topology },
+                );
             }
-            return Outcome::hold(hold_why);
+            return Outcome::hold(hold);
         }
         if running == Some(true) {
             if let Some(app) = self.app.as_ref().filter(|a| a.state() == AppState::Down) {
@@ -485,12 +509,10 @@ impl Node {
                     Decision::Withdraw,
                     Reason::AppDown,
                     topology,
-                    format!(
-                        "app down: {} failed check(s) in a row (last: {}): stopping the local \
-                         connector",
-                        app.bad_in_a_row().max(1),
-                        app.last().unwrap_or("none")
-                    ),
+                    Evidence::AppDown {
+                        bad_in_a_row: app.bad_in_a_row().max(1),
+                        last: app.last().unwrap_or("none").to_string(),
+                    },
                 );
             }
             if self.role == Role::Node && self.own.peer_is_down() {
@@ -498,12 +520,10 @@ impl Node {
                     Decision::Withdraw,
                     Reason::UplinkLost,
                     topology,
-                    format!(
-                        "local connector running but not ready for {} look(s) in a row (last: \
-                         {}): uplink lost, stopping it until egress is proven again",
-                        self.own.misses_in_a_row(),
-                        self.own.last().unwrap_or("none")
-                    ),
+                    Evidence::UplinkLost {
+                        misses: self.own.misses_in_a_row(),
+                        last: self.own.last().unwrap_or("none").to_string(),
+                    },
                 );
             }
         }
@@ -513,30 +533,15 @@ impl Node {
                     && self.peer.peer_is_down()
                     && self.app_allows_serving() =>
             {
-                let missed = format!(
-                    "peer connector missed {} check(s) in a row (last: {})",
-                    self.peer.misses_in_a_row(),
-                    self.peer.last().unwrap_or("none")
-                );
+                let evidence = Evidence::PeerMissed {
+                    misses: self.peer.misses_in_a_row(),
+                    last: self.peer.last().unwrap_or("none").to_string(),
+                    retry: self.asked_peer,
+                };
                 if self.asked_peer {
-                    Outcome::retry_start(
-                        Decision::TakeOver,
-                        Reason::PeerMissed,
-                        format!(
-                            "{missed} and the local connector is not running yet: starting it \
-                             again (the peer was asked to stand down already)"
-                        ),
-                    )
+                    Outcome::retry_start(Decision::TakeOver, Reason::PeerMissed, evidence)
                 } else {
-                    Outcome::new(
-                        Decision::TakeOver,
-                        Reason::PeerMissed,
-                        topology,
-                        format!(
-                            "{missed}: starting the local connector and asking the peer to \
-                             stand down"
-                        ),
-                    )
+                    Outcome::new(Decision::TakeOver, Reason::PeerMissed, topology, evidence)
                 }
             }
             Role::Standby
@@ -548,12 +553,10 @@ impl Node {
                     Decision::StandDown,
                     Reason::PeerReady,
                     topology,
-                    format!(
-                        "peer connector ready for {} check(s) in a row (last: {}): stopping the \
-                         local connector",
-                        self.peer.ready_in_a_row(),
-                        self.peer.last().unwrap_or("none")
-                    ),
+                    Evidence::PeerServes {
+                        ready_in_a_row: self.peer.ready_in_a_row(),
+                        last: self.peer.last().unwrap_or("none").to_string(),
+                    },
                 )
             }
             Role::Primary | Role::Node
@@ -561,23 +564,17 @@ impl Node {
                     && self.failback.egress_proven()
                     && self.app_allows_serving() =>
             {
-                let app = if self.app.is_some() {
-                    " and app up"
-                } else {
-                    ""
-                };
                 Outcome::new(
                     Decision::FailBack,
                     Reason::EgressProven,
                     topology,
-                    format!(
-                        "local connector not running, egress good for {} check(s) in a row{app}: \
-                         starting the local connector",
-                        self.failback.good_in_a_row()
-                    ),
+                    Evidence::EgressProven {
+                        good_in_a_row: self.failback.good_in_a_row(),
+                        app: self.app.is_some(),
+                    },
                 )
             }
-            _ => Outcome::hold(hold_why),
+            _ => Outcome::hold(hold),
         }
     }
 
@@ -592,10 +589,7 @@ impl Node {
             Decision::TakeOver => {
                 // One take-over episode asks the peer once and counts once;
                 // a retried start is part of the same episode.
-                if outcome
-                    .actions
-                    .contains(&super::decision::Action::AskPeerToStop)
-                {
+                if outcome.actions.contains(&Action::AskPeerToStop) {
                     self.takeovers += 1;
                     self.asked_peer = true;
                 }
@@ -632,7 +626,6 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::decision::Action;
 
     fn ready() -> PeerView {
         PeerView::relayed(Readiness::Ready { connections: 4 })
@@ -651,7 +644,7 @@ mod tests {
         assert!(n.observe_peer(1, &miss()).is_hold());
         assert!(n.observe_peer(2, &miss()).is_hold());
         let o = n.observe_peer(3, &miss());
-        assert_eq!(o.decision, Decision::TakeOver, "{}", o.why);
+        assert_eq!(o.decision, Decision::TakeOver, "{}", o.evidence);
         assert!(n.observe_peer(4, &miss()).is_hold(), "already serving");
         assert_eq!(n.observe_peer(5, &ready()).decision, Decision::StandDown);
         assert_eq!(n.snapshot().takeovers, 1);
@@ -678,7 +671,7 @@ mod tests {
             o.decision,
             Decision::FailBack,
             "the streak is warm: {}",
-            o.why
+            o.evidence
         );
     }
 
@@ -756,5 +749,33 @@ mod tests {
         }
         n.set_maintenance(6, false);
         assert_eq!(n.set_maintenance(7, true).decision, Decision::Drain);
+    }
+
+    #[test]
+    fn orders_go_through_the_machine() {
+        let mut n =
+            Node::new(Role::Standby, Timing::default(), None, 0).with_handover_grace_ms(500);
+        n.observe_local(0, false);
+        // A refused handover changes nothing.
+        n.set_maintenance(1, true);
+        assert_eq!(
+            n.order(2, Order::Handover),
+            Err(HandoverRefused::Maintenance)
+        );
+        assert_eq!(n.snapshot().local_running, Some(false));
+        n.set_maintenance(3, false);
+        assert_eq!(n.order(4, Order::Handover), Ok(&[Action::StartLocal][..]));
+        // Recorded only once the start succeeded.
+        assert_eq!(n.snapshot().local_running, Some(false));
+        n.order_done(5, Order::Handover);
+        assert_eq!(n.snapshot().local_running, Some(true));
+        // The leaving peer still looks ready within the grace: no stand-down.
+        assert!(n.observe_peer(6, &ready()).is_hold());
+        assert!(n.observe_peer(504, &ready()).is_hold());
+        assert_eq!(n.observe_peer(505, &ready()).decision, Decision::StandDown);
+        // A stop is recorded before it runs.
+        n.order_done(600, Order::Start);
+        assert_eq!(n.order(601, Order::Stop), Ok(&[Action::StopLocal][..]));
+        assert_eq!(n.snapshot().local_running, Some(false));
     }
 }

@@ -1,7 +1,8 @@
 //! The node agent's decisions: which of the two nodes runs the Tunnel
 //! connector (shared tunnel), or whether this node's own connector should
 //! run (tunnel per node). Clock-free: every input carries its own timestamp in ms and
-//! every answer is an [`Outcome`] the agent carries out and logs.
+//! every answer is an [`Outcome`] the agent carries out and logs; the
+//! machine states facts ([`Evidence`]), never prose.
 //!
 //! Layout:
 //! - [`timing`]: intervals and thresholds, with the documented defaults.
@@ -14,13 +15,19 @@
 //! - [`app`]: the node's own app, watched through its health URL.
 //! - [`schedule`]: when each check is next due; the driver sleeps until then.
 //! - [`decision`]: [`Decision`], [`Action`] and [`Outcome`], the answers.
+//! - [`evidence`]: [`Evidence`], the facts an answer rests on, as values the
+//!   agent renders (and de-duplicates) for its log.
+//! - [`order`]: [`Order`], what the peer or an operator asks through the
+//!   agent's API; the machine answers it with actions too.
 //! - [`machine`]: [`Node`], which combines the above for one role.
 
 pub mod app;
 pub mod decision;
+pub mod evidence;
 pub mod failback;
 pub mod machine;
 pub mod maintenance;
+pub mod order;
 pub mod peer_watch;
 pub mod readiness;
 pub mod schedule;
@@ -33,7 +40,9 @@ mod simulation;
 
 pub use app::{AppState, AppTiming};
 pub use decision::{Action, Decision, Outcome, Reason, ReasonCounts, Topology};
+pub use evidence::Evidence;
 pub use machine::{HandoverRefused, Node, Role, Snapshot};
+pub use order::Order;
 pub use readiness::{PeerView, Readiness};
 pub use schedule::Check;
 pub use timing::Timing;

@@ -1,0 +1,504 @@
+//! Agents in this test process, on paused tokio time: the monitor's polls,
+//! the probe deadlines and the tests' waits run on a clock that jumps to the
+//! next timer whenever every task is idle, so minutes of polls take
+//! milliseconds and no assertion races a loaded machine. What the agent
+//! talks to lives here too, in the same runtime: connectors that start and
+//! stop without a process, their `/ready`, egress servers, bad peers. The
+//! agent itself is the real one, bound on `127.0.0.1:0` (`serve_with`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use failover_agent::{bind, serve_with, Config, ConnectorControl, Pending, Token};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+use super::TOKEN;
+
+/// How a stand-in answers HTTP.
+#[derive(Clone)]
+pub enum Answer {
+    /// This status and body.
+    Fixed(u16, String),
+    /// Accept, read, and never answer.
+    Hang,
+}
+
+/// An HTTP stand-in whose answer can change while it runs; `None` closes
+/// each connection unanswered (a stopped server, as the agent sees it).
+pub struct Server {
+    pub addr: SocketAddr,
+    answer: Arc<Mutex<Option<Answer>>>,
+}
+
+impl Server {
+    pub async fn start(answer: Answer) -> Server {
+        Server::start_with(Arc::new(Mutex::new(Some(answer)))).await
+    }
+
+    async fn start_with(answer: Arc<Mutex<Option<Answer>>>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::clone(&answer);
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let now = shared.lock().unwrap().clone();
+                tokio::spawn(respond(stream, now));
+            }
+        });
+        Server { addr, answer }
+    }
+
+    pub fn set(&self, answer: Option<Answer>) {
+        *self.answer.lock().unwrap() = answer;
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+}
+
+async fn respond(mut stream: TcpStream, answer: Option<Answer>) {
+    let Some(answer) = answer else {
+        return;
+    };
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    match answer {
+        Answer::Hang => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        Answer::Fixed(status, body) => {
+            let text = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(text.as_bytes()).await;
+        }
+    }
+}
+
+/// An egress server: 200 to anything while up.
+pub struct Egress {
+    server: Server,
+    up: AtomicBool,
+}
+
+impl Egress {
+    pub async fn start() -> Arc<Egress> {
+        Arc::new(Egress {
+            server: Server::start(ok()).await,
+            up: AtomicBool::new(true),
+        })
+    }
+
+    pub fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        self.server.set(None);
+    }
+
+    pub fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+        self.server.set(Some(ok()));
+    }
+
+    pub fn port(&self) -> u16 {
+        self.server.port()
+    }
+
+    fn is_up(&self) -> bool {
+        self.up.load(Ordering::SeqCst)
+    }
+}
+
+fn ok() -> Answer {
+    Answer::Fixed(200, "fl=1\nh=egress\n".into())
+}
+
+/// A connector without a process: running or not, ready while running, its
+/// edge (an egress server) up and not disconnected. Its `/ready` answers as
+/// cloudflared's does; a stopped one does not answer.
+pub struct Connector {
+    ready_server: Server,
+    edge: Arc<Egress>,
+    running: AtomicBool,
+    disconnected: AtomicBool,
+    starts: AtomicU32,
+    /// When it was stopped, each time.
+    pub stops: Mutex<Vec<Instant>>,
+}
+
+impl Connector {
+    pub async fn new(edge: Arc<Egress>) -> Arc<Connector> {
+        let connector = Arc::new(Connector {
+            ready_server: Server::start_with(Arc::new(Mutex::new(None))).await,
+            edge,
+            running: AtomicBool::new(false),
+            disconnected: AtomicBool::new(false),
+            starts: AtomicU32::new(0),
+            stops: Mutex::new(Vec::new()),
+        });
+        // The answer follows the state: refreshed by a task that looks
+        // often (paused time: it costs nothing).
+        let watched = Arc::clone(&connector);
+        tokio::spawn(async move {
+            loop {
+                watched.ready_server.set(watched.answer());
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        connector
+    }
+
+    fn answer(&self) -> Option<Answer> {
+        if !self.is_running() {
+            return None;
+        }
+        Some(if self.is_ready() {
+            Answer::Fixed(200, r#"{"status":200,"readyConnections":4}"#.into())
+        } else {
+            Answer::Fixed(503, r#"{"status":503,"readyConnections":0}"#.into())
+        })
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.is_running() && self.edge.is_up() && !self.disconnected.load(Ordering::SeqCst)
+    }
+
+    /// The process goes, the agent is not told (a bare `systemctl stop`).
+    pub fn stop_behind_the_agents_back(&self) {
+        self.set_running(false);
+    }
+
+    /// The connector loses its edge connections and keeps running.
+    pub fn disconnect(&self) {
+        self.disconnected.store(true, Ordering::SeqCst);
+    }
+
+    pub fn starts(&self) -> u32 {
+        self.starts.load(Ordering::SeqCst)
+    }
+
+    fn set_running(&self, running: bool) {
+        let was = self.running.swap(running, Ordering::SeqCst);
+        if was && !running {
+            self.stops.lock().unwrap().push(Instant::now());
+        }
+        if running {
+            self.starts.fetch_add(1, Ordering::SeqCst);
+        }
+        self.ready_server.set(self.answer());
+    }
+
+    pub fn ready_url(&self) -> String {
+        format!("http://{}/ready", self.ready_server.addr)
+    }
+}
+
+/// The controller an agent is given: it runs no process. (A process on
+/// paused time is a trap: while the runtime waits for it, the clock jumps
+/// to the command's deadline, and the command "times out".)
+pub fn control(connector: &Arc<Connector>) -> Box<dyn ConnectorControl> {
+    Box::new(Control(Arc::clone(connector)))
+}
+
+struct Control(Arc<Connector>);
+
+impl ConnectorControl for Control {
+    fn start(&self) -> Pending<'_, ()> {
+        Box::pin(async move {
+            self.0.set_running(true);
+            Ok(())
+        })
+    }
+
+    fn stop(&self) -> Pending<'_, ()> {
+        Box::pin(async move {
+            self.0.set_running(false);
+            Ok(())
+        })
+    }
+
+    fn is_running(&self) -> Pending<'_, bool> {
+        Box::pin(async move { Ok(self.0.is_running()) })
+    }
+
+    fn describe(&self) -> String {
+        "in-process test connector".into()
+    }
+}
+
+/// What an in-process agent is configured with.
+pub struct Spec {
+    pub role: &'static str,
+    pub poll_ms: u64,
+    pub takeover_after: u32,
+    pub connector_ready_url: String,
+    pub peer_agent_port: u16,
+    pub peer_connector_ready_url: Option<String>,
+    pub egress_port: u16,
+    pub flag: PathBuf,
+}
+
+/// One agent running in this process until dropped or stopped.
+pub struct Agent {
+    pub port: u16,
+    pub flag: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Agent {
+    /// Binds a port first, so that a pair can be given each other's.
+    pub async fn listener() -> tokio::net::TcpListener {
+        bind("127.0.0.1:0".parse().unwrap()).unwrap()
+    }
+
+    pub fn start(
+        spec: &Spec,
+        listener: tokio::net::TcpListener,
+        connector: &Arc<Connector>,
+    ) -> Agent {
+        let port = listener.local_addr().unwrap().port();
+        let direct = spec
+            .peer_connector_ready_url
+            .as_ref()
+            .map(|u| format!("connector_ready_url = \"{u}\"\n"))
+            .unwrap_or_default();
+        let text = format!(
+            r#"role = "{role}"
+listen = "127.0.0.1:{port}"
+token_file = "/nonexistent/token"
+maintenance_flag = "{flag}"
+poll_interval = "{poll}ms"
+takeover_after = {takeover_after}
+failback_interval = "{poll}ms"
+probe_timeout = "{timeout}ms"
+
+[connector]
+ready_url = "{ready}"
+control = "command"
+start_command = "false"
+stop_command = "false"
+status_command = "false"
+command_timeout = "5s"
+
+[peer]
+agent_url = "http://127.0.0.1:{peer}"
+{direct}
+[egress]
+url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
+"#,
+            role = spec.role,
+            flag = spec.flag.display(),
+            poll = spec.poll_ms,
+            takeover_after = spec.takeover_after,
+            timeout = spec.poll_ms * 3 / 4,
+            ready = spec.connector_ready_url,
+            peer = spec.peer_agent_port,
+            egress = spec.egress_port,
+        );
+        let config = Config::parse(&text).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let control = Box::new(Control(Arc::clone(connector)));
+        tokio::spawn(serve_with(
+            config,
+            Token::new(TOKEN),
+            control,
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Agent {
+            port,
+            flag: spec.flag.clone(),
+            stop: Some(stop),
+        }
+    }
+
+    /// The agent goes away (its connector stays as it is).
+    pub fn kill(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    pub async fn health(&self) -> String {
+        request("GET", self.port, "/health", None)
+            .await
+            .map(|(_, body)| body)
+            .unwrap_or_default()
+    }
+
+    pub fn maintenance(&self, on: bool) {
+        if on {
+            std::fs::write(&self.flag, b"maintenance\n").unwrap();
+        } else {
+            let _ = std::fs::remove_file(&self.flag);
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One HTTP/1.1 exchange; `None` if nothing answered.
+pub async fn request(
+    method: &str,
+    port: u16,
+    path: &str,
+    bearer: Option<&str>,
+) -> Option<(u16, String)> {
+    let exchange = async {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+        let auth = bearer
+            .map(|t| format!("authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        let text = format!(
+            "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n{auth}content-length: 0\r\nconnection: close\r\n\r\n"
+        );
+        stream.write_all(text.as_bytes()).await.ok()?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.ok()?;
+        let status = answer.split_whitespace().nth(1)?.parse().ok()?;
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        Some((status, body))
+    };
+    tokio::time::timeout(Duration::from_secs(30), exchange)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Waits (on the paused clock) until `condition` holds, looking every
+/// 50 ms, for at most `secs`; whether it came to hold.
+pub async fn eventually<F, Fut>(secs: u64, mut condition: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if condition().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    condition().await
+}
+
+/// A scratch directory for flag files, removed on drop.
+pub struct Dir(pub PathBuf);
+
+impl Dir {
+    pub fn new(name: &str) -> Dir {
+        let dir = super::scratch_root().join(format!(
+            "failover-agent-inproc-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(Path::new(&self.0));
+    }
+}
+
+/// A primary and a standby with their connectors and egress servers.
+pub struct Pair {
+    pub _dir: Dir,
+    pub primary: Agent,
+    pub standby: Agent,
+    pub primary_connector: Arc<Connector>,
+    pub standby_connector: Arc<Connector>,
+    pub primary_egress: Arc<Egress>,
+}
+
+impl Pair {
+    pub async fn start(name: &str, direct_peer_url: bool, takeover_after: u32) -> Pair {
+        let dir = Dir::new(name);
+        let (primary_egress, standby_egress) = (Egress::start().await, Egress::start().await);
+        let primary_connector = Connector::new(Arc::clone(&primary_egress)).await;
+        let standby_connector = Connector::new(Arc::clone(&standby_egress)).await;
+        let (pl, sl) = (Agent::listener().await, Agent::listener().await);
+        let (pp, sp) = (
+            pl.local_addr().unwrap().port(),
+            sl.local_addr().unwrap().port(),
+        );
+        let spec = |role, connector: &Connector, peer, egress: &Egress| Spec {
+            role,
+            poll_ms: super::POLL_MS,
+            takeover_after,
+            connector_ready_url: connector.ready_url(),
+            peer_agent_port: peer,
+            peer_connector_ready_url: None,
+            egress_port: egress.port(),
+            flag: dir.path(&format!("{role}.maintenance")),
+        };
+        let primary = Agent::start(
+            &spec("primary", &primary_connector, sp, &primary_egress),
+            pl,
+            &primary_connector,
+        );
+        let mut standby_spec = spec("standby", &standby_connector, pp, &standby_egress);
+        if direct_peer_url {
+            standby_spec.peer_connector_ready_url = Some(primary_connector.ready_url());
+        }
+        let standby = Agent::start(&standby_spec, sl, &standby_connector);
+        let pair = Pair {
+            _dir: dir,
+            primary,
+            standby,
+            primary_connector,
+            standby_connector,
+            primary_egress,
+        };
+        pair.expect(30, "the primary serves after start-up", |p| {
+            p.primary_connector.is_ready() && !p.standby_connector.is_running()
+        })
+        .await;
+        pair
+    }
+
+    /// Waits for `condition`, or fails naming `what` with both healths.
+    pub async fn expect(&self, secs: u64, what: &str, condition: impl Fn(&Pair) -> bool) {
+        if !eventually(secs, || std::future::ready(condition(self))).await {
+            panic!(
+                "not within {secs} s: {what}\nprimary: {}\nstandby: {}",
+                self.primary.health().await,
+                self.standby.health().await
+            );
+        }
+    }
+}
