@@ -43,8 +43,9 @@ dry-run: build
 	@rm -rf target/dry-run
 	@TUNNEL_FAILOVER_BUILT=1 $(WRANGLER) deploy --dry-run --outdir target/dry-run $(ARGS)
 
-## lint: formatting and clippy, native and wasm32
+## lint: formatting, clippy (native and wasm32) and no import cycle between modules (scripts/check-cycles.mjs)
 lint:
+	@node scripts/check-cycles.mjs
 	@$(TOOLCHAIN) && cargo fmt --all -- --check
 	@$(TOOLCHAIN) && cargo clippy --workspace --all-targets -- -D warnings
 	@$(TOOLCHAIN) && cargo clippy --target wasm32-unknown-unknown -p tunnel-failover -- -D warnings
