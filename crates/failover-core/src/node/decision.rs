@@ -1,6 +1,7 @@
 //! The answers of the node machine.
 
 use super::evidence::Evidence;
+use super::topology::Topology;
 
 /// What the node should do about its connector now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,24 +128,6 @@ const HAND_OVER: [Action; 3] = [
     Action::StopLocal,
 ];
 const STOP: [Action; 1] = [Action::StopLocal];
-
-/// Whether the node has a peer to hand the tunnel to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Topology {
-    /// Two nodes share one tunnel; exactly one connector serves.
-    SharedTunnel,
-    /// Each node has its own tunnel; the Worker chooses between them.
-    TunnelPerNode,
-}
-
-impl Topology {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Topology::SharedTunnel => "shared-tunnel",
-            Topology::TunnelPerNode => "tunnel-per-node",
-        }
-    }
-}
 
 impl Decision {
     /// The side effects of a decision in a topology.

@@ -6,8 +6,8 @@
 use std::fmt;
 
 use super::app::AppState;
-use super::decision::Topology;
 use super::readiness::{PeerView, Readiness};
+use super::topology::Topology;
 
 /// The facts behind a decision or a hold.
 #[derive(Clone, Debug, PartialEq, Eq)]

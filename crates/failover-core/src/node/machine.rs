@@ -7,7 +7,7 @@
 //! at what.
 
 use super::app::{AppState, AppTiming, AppWatch};
-use super::decision::{Action, Decision, Outcome, Reason, ReasonCounts, Topology};
+use super::decision::{Action, Decision, Outcome, Reason, ReasonCounts};
 use super::evidence::Evidence;
 use super::failback::FailBack;
 use super::maintenance::Maintenance;
@@ -16,6 +16,7 @@ use super::peer_watch::PeerWatch;
 use super::readiness::{PeerView, Readiness};
 use super::schedule::{Check, Schedule};
 use super::timing::Timing;
+use super::topology::Topology;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {

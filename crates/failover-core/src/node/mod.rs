@@ -6,6 +6,7 @@
 //!
 //! Layout:
 //! - [`timing`]: intervals and thresholds, with the documented defaults.
+//! - [`topology`]: [`Topology`], shared tunnel or tunnel per node.
 //! - [`readiness`]: what one look at the peer's connector found ([`PeerView`]).
 //! - [`peer_watch`]: the standby's clock: misses lead to take-over, a ready
 //!   peer to stand-down.
@@ -32,6 +33,7 @@ pub mod peer_watch;
 pub mod readiness;
 pub mod schedule;
 pub mod timing;
+pub mod topology;
 
 #[cfg(test)]
 mod per_node_simulation;
@@ -39,10 +41,11 @@ mod per_node_simulation;
 mod simulation;
 
 pub use app::{AppState, AppTiming};
-pub use decision::{Action, Decision, Outcome, Reason, ReasonCounts, Topology};
+pub use decision::{Action, Decision, Outcome, Reason, ReasonCounts};
 pub use evidence::Evidence;
 pub use machine::{HandoverRefused, Node, Role, Snapshot};
 pub use order::Order;
 pub use readiness::{PeerView, Readiness};
 pub use schedule::Check;
 pub use timing::Timing;
+pub use topology::Topology;
