@@ -5,7 +5,7 @@
 // The same hostile paths go through the whole Worker in forwarding.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { configure, grant, instance, lease, revoke_lease, takeWork, upstreamUrl, workDone } from "../src/js/lease.mjs";
+import { configure, grant, instance, lease, revoke_lease, takeWork, upstreamUrl, workDone, WORK_LOST_MS } from "../src/js/lease.mjs";
 import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
@@ -134,6 +134,10 @@ test("periodic work is taken by one request at a time, and is due again when Rus
   assert.equal(takeWork(1_249), false);
   assert.equal(takeWork(1_250), true);
   workDone(0); // a failed run: the next request tries again
-  assert.equal(takeWork(1), true);
+  assert.equal(takeWork(10_000), true);
+  // A run that never reports back (its waitUntil task was cancelled) is
+  // presumed lost after WORK_LOST_MS, or periodic work would stop for good.
+  assert.equal(takeWork(10_000 + WORK_LOST_MS - 1), false);
+  assert.equal(takeWork(10_000 + WORK_LOST_MS), true);
   assert.equal(lease.valid, true, "work, due or done, never ends the lease");
 });

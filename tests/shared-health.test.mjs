@@ -103,9 +103,11 @@ test("colo: a recovered primary is shared too", async () => {
   const replica = await startOrigin("replica");
   const base = { ORIGINS: originsVar(primary, replica), STATUS_TOKEN: token, ATTEMPT_TIMEOUT_MS: "400", HEALTH_RISE: "2" };
   // Isolate b probes so rarely that only isolate a's verdict can bring the
-  // primary back for it within the test.
+  // primary back for it within the test. a's verdict lives in the cache for
+  // two of its intervals (here 2 s): b, reading every 250 ms beside its
+  // requests, has that long to see it even on a loaded machine.
   const isolates = await startIsolates([
-    { name: "a", bindings: { ...base, HEALTH_INTERVAL_MS: "200" } },
+    { name: "a", bindings: { ...base, HEALTH_INTERVAL_MS: "1000" } },
     { name: "b", bindings: { ...base, HEALTH_INTERVAL_MS: "60000" } },
   ]);
   try {

@@ -83,12 +83,21 @@ export function grant(granted, id) {
   return true;
 }
 
+// A run of periodic work that has not reported back after this long was
+// lost (the runtime cancels a waitUntil task some 30 s after its response):
+// the next request starts another, or the isolate would never read the
+// colo or probe again on the fast path.
+export const WORK_LOST_MS = 35_000;
+let workTakenAt = -Infinity;
+
 // Whether the request at `now` should start the periodic work; if so, the
 // work is taken (one run at a time) until `workDone` says when it is next
-// due.
+// due, or it is presumed lost.
 export function takeWork(now) {
-  if (now < lease.workDue) return false;
+  const lost = lease.workDue === Infinity && now - workTakenAt >= WORK_LOST_MS;
+  if (now < lease.workDue && !lost) return false;
   lease.workDue = Infinity;
+  workTakenAt = now;
   return true;
 }
 
