@@ -16,8 +16,9 @@
 //! table, as a plain function or a state machine that takes the time as an
 //! argument. Its shells own everything that touches the world: `fetch`,
 //! the Cache API, timers, sockets, processes, the clock. The edge side also
-//! renders its status document, the HTML page and the log lines here, and
-//! parses `Cookie` and `Location` headers, because those are decisions
+//! renders its status document, the HTML page, the terminal's text and the
+//! log lines here, and parses `Cookie`, `Location` and `Accept` headers,
+//! because those are decisions
 //! tested natively (what a client reads, which cookie pins), not I/O; the
 //! shell only prints the strings. The fast path's JS twins of some edge
 //! rules (src/js/) are held to fixtures Rust generates (tests/fixtures/).

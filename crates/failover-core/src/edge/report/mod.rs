@@ -1,7 +1,8 @@
 //! The JSON the Worker writes: one log line per health change and per failed
-//! attempt, and the status endpoint's document (and, in [`page`], the same
-//! document as an HTML page for a person). Built here so the shell only
-//! prints strings, and so the format is tested.
+//! attempt, and the status endpoint's document (and the same document for a
+//! person: an HTML page in [`page`], plain text in [`text`], chosen by
+//! [`negotiate`]). Built here so the shell only prints strings, and so the
+//! format is tested.
 
 use serde_json::{json, Value};
 
@@ -10,8 +11,11 @@ use crate::edge::config::WorkerConfig;
 use crate::edge::health::{HealthMap, Transition};
 use crate::edge::shared::SharedVerdict;
 
-// The page is a view of `status_document`, so it sits under this module.
+// The page and the text are views of `status_document`, so they sit under
+// this module, with the choice between them.
+pub mod negotiate;
 pub mod page;
+pub mod text;
 
 /// What was built into the deployed Worker.
 #[derive(Clone, Copy, Debug)]
