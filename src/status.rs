@@ -17,7 +17,10 @@ const BUILD: BuildInfo<'static> = BuildInfo {
     revision: env!("FAILOVER_REVISION"),
 };
 
-/// The fast path's copy of this test is `upstreamUrl` in src/js/lease.mjs.
+/// The answer to a request `target::is_status_request` matched (the fast
+/// path's copy of that test is `upstreamUrl` in src/js/lease.mjs): 401
+/// without the right token, else the document in the representation the
+/// client's `Accept` prefers, never cached.
 pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
     let token = isolate.config.status_token.as_deref().unwrap_or("");
     let presented = req.headers().get("authorization").ok().flatten();

@@ -136,7 +136,7 @@ const BELOW_ONE: f64 = 1.0 - f64::EPSILON / 2.0;
 
 /// fmix32(FNV-1a-32(UTF-8(key) ‖ 0x00 ‖ UTF-8(name))). Origin names are NUL
 /// free, so the pair is read back unambiguously from the bytes. The key's
-/// part of the FNV state is shared by every origin (see [`order_by_hash`]).
+/// part of the FNV state is shared by every origin (see `order_by_hash`).
 pub fn rendezvous_hash(key: &str, name: &str) -> u32 {
     name_hash(fnv1a32(FNV32_OFFSET, key.as_bytes()), name)
 }

@@ -98,7 +98,6 @@ pub fn status(
     status_document(config, health, build, now_ms).to_string()
 }
 
-/// The status document, for [`status`] to print and [`page::html`] to render.
 /// A body streamed because the isolate's replay budget was full; at most
 /// one such line a minute.
 pub fn replay_budget(over: &crate::edge::budget::OverBudget) -> String {
@@ -123,6 +122,8 @@ pub fn add_replay_buffer(doc: &mut Value, budget: &crate::edge::budget::ReplayBu
     });
 }
 
+/// The status document, for [`status`] to print and [`page::html`] and
+/// [`text::render`] to render.
 pub fn status_document(
     config: &WorkerConfig,
     health: &HealthMap,
