@@ -33,7 +33,9 @@ pub struct Isolate {
 /// health it was given) until `until_ms`, without entering Wasm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
+    /// The first healthy origin.
     pub origin: usize,
+    /// When the next periodic work is due; the fast path asks again then.
     pub until_ms: u64,
 }
 
@@ -43,6 +45,7 @@ pub enum LeaseAfter {
     /// What the lease rests on moved (a verdict flipped, or a probe fell
     /// due earlier than the lease knew): the shell revokes it.
     Revoked,
+    /// The change touched nothing the lease rests on (a counter moved).
     Stands,
 }
 

@@ -55,6 +55,7 @@ impl Policy {
         }
     }
 
+    /// [`Policy::as_str`] read back; None for any other word.
     pub fn parse(text: &str) -> Option<Policy> {
         match text {
             "failover" => Some(Policy::Failover),
@@ -123,7 +124,9 @@ impl HashKey {
 /// One origin as steering sees it, in priority order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Candidate<'a> {
+    /// What `hash` scores, so a key follows the name, not the position.
     pub name: &'a str,
+    /// Its share of `weighted` and `hash` traffic; 0 is a backup.
     pub weight: u32,
     /// The health map's verdict.
     pub healthy: bool,

@@ -20,7 +20,10 @@ pub mod text;
 /// What was built into the deployed Worker.
 #[derive(Clone, Copy, Debug)]
 pub struct BuildInfo<'a> {
+    /// The crate's version.
     pub version: &'a str,
+    /// The git revision it was built from (build.rs), `-dirty` when the
+    /// tree had changes, `unknown` outside a checkout.
     pub revision: &'a str,
 }
 
