@@ -4,12 +4,12 @@
 //   node scripts/status.mjs https://www.example.com/__failover/status   (token from STATUS_TOKEN)
 //   node scripts/status.mjs https://www.example.com --token "$TOKEN"   (a bare host means the default STATUS_PATH)
 //
-// Fetches the JSON and prints the table the status page shows in a browser
-// (crates/failover-core/src/edge/report/page.rs): the same columns, cells and time
-// formats, which tests/status.test.mjs checks cell by cell. Exits 1 with one
-// line on stderr when the answer is not a status document (401, an error,
-// a network failure, anything but JSON), 2 on a usage error. Plain Node 20+,
-// no dependencies.
+// Asks the Worker for its status as plain text, which the core renders
+// (crates/failover-core/src/edge/report/text.rs: the table the status page
+// shows in a browser), and prints it. Exits 1 with one line on stderr when
+// the answer is not the status text (401, an error, a network failure, an
+// origin answering a proxied path), 2 on a usage error. Plain Node 20+, no
+// dependencies.
 import { pathToFileURL } from "node:url";
 import process from "node:process";
 
@@ -18,123 +18,16 @@ const TIMEOUT_MS = 10_000;
 // Answers are a few KB; a proxied path could be anything.
 const MAX_BODY_BYTES = 1024 * 1024;
 
-export const COLUMNS = ["Origin", "State", "Since", "Last error", "Colo view", "Global view"];
+// The first line of every status text (edge/report/page.rs: TITLE): what
+// tells the Worker's answer from an origin's.
+export const TITLE = "tunnel-failover status";
 
-// edge/report/page.rs::table: { nowMs, about, rows (cells of lines), settings }.
-export function statusTable(doc) {
-  const now = ms(doc?.now_ms);
-  const rise = ms(doc?.health_rise);
-  const rows = (Array.isArray(doc?.origins) ? doc.origins : []).map((origin) => row(origin, now, rise));
-  const about = [`version ${text(doc?.version)}, revision ${text(doc?.revision)}`, `as of ${now === undefined ? "?" : utc(now)}`];
-  const settings = [];
-  for (const [what, key] of [
-    ["attempt timeout", "attempt_timeout_ms"],
-    ["probe interval while down", "health_interval_ms"],
-  ]) {
-    const value = ms(doc?.[key]);
-    if (value !== undefined) settings.push([what, duration(value)]);
-  }
-  if (rise !== undefined) settings.push(["good probes to come back up", String(rise)]);
-  return { nowMs: now, about, rows, settings };
-}
-
-function row(origin, now, rise) {
-  const state = text(origin?.state);
-  const stateCell = [state, `decided by ${text(origin?.local?.decided_by)}`];
-  if (state === "down") {
-    const good = ms(origin?.good_streak);
-    const g = good === undefined ? "?" : String(good);
-    stateCell.push(rise === undefined ? `${g} good probes` : `${g} of ${rise} good probes`);
-  }
-  const changed = origin?.last_change_ms;
-  const since = changed == null ? ["isolate start"] : [ago(now, ms(changed)), at(ms(changed))];
-  const lastError = origin?.last_error == null ? "none" : text(origin?.last_error);
-  return [[text(origin?.name)], stateCell, since, [lastError], sharedView(origin?.colo, now), sharedView(origin?.global, now)];
-}
-
-function sharedView(view, now) {
-  if (view == null) return ["not read"];
-  const since = ms(view?.since_ms);
-  return [text(view?.state), `since ${ago(now, since)}`, at(since), `confirmed ${ago(now, ms(view?.confirmed_ms))}`];
-}
-
-// serde_json's as_str / as_u64: anything else reads "?". A missing key
-// counts as null (`== null`), as serde's doc["key"] gives Null for one.
-function text(value) {
-  return typeof value === "string" ? value : "?";
-}
-
-function ms(value) {
-  return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
-}
-
-export function ago(now, then) {
-  if (now === undefined || then === undefined) return "?";
-  const future = then > now;
-  const gap = future ? then - now : now - then;
-  if (gap < 1000) return "just now";
-  return future ? `in ${span(gap)}` : `${span(gap)} ago`;
-}
-
-function span(gap) {
-  const s = Math.floor(gap / 1000);
-  const m = Math.floor(s / 60);
-  const h = Math.floor(s / 3600);
-  const d = Math.floor(s / 86400);
-  if (m === 0) return `${s}s`;
-  if (h === 0) return `${m}m ${s % 60}s`;
-  if (d === 0) return `${h}h ${m % 60}m`;
-  return `${d}d ${h % 24}h`;
-}
-
-function duration(value) {
-  return value >= 1000 && value % 1000 === 0 ? `${value / 1000} s` : `${value} ms`;
-}
-
-// 9999-12-31T23:59:59.999Z: past it toISOString changes format.
-const LAST_MS = 253402300799999;
-
-export function utc(value) {
-  if (value === undefined || value > LAST_MS) return "?";
-  const iso = new Date(value).toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
-}
-
-function at(value) {
-  return value === undefined ? "?" : utc(value);
-}
-
-// Names and errors come from config and runtime: a control character (an
-// escape sequence) must not reach the terminal.
-function printable(line) {
-  return line.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
-}
-
-// The table as aligned plain text: a cell's lines stack under each other,
-// and a blank line separates the origins.
-export function renderText(table) {
-  const grid = [COLUMNS.map((c) => [c.toUpperCase()]), ...table.rows].map((cells) =>
-    cells.map((cell) => cell.map(printable)),
-  );
-  const widths = COLUMNS.map((_, i) => Math.max(...grid.map((cells) => Math.max(0, ...(cells[i] ?? []).map((l) => l.length)))));
-  const out = ["tunnel-failover status", ...table.about.map(printable), ""];
-  grid.forEach((cells, r) => {
-    if (r > 1) out.push("");
-    const height = Math.max(...cells.map((c) => c.length));
-    for (let l = 0; l < height; l++) {
-      out.push(
-        COLUMNS.map((_, i) => (cells[i]?.[l] ?? "").padEnd(widths[i]))
-          .join("  ")
-          .trimEnd(),
-      );
-    }
-  });
-  if (table.settings.length > 0) {
-    const width = Math.max(...table.settings.map(([what]) => what.length));
-    out.push("", "settings");
-    for (const [what, value] of table.settings) out.push(`  ${what.padEnd(width)}  ${printable(value)}`);
-  }
-  return out.join("\n") + "\n";
+// The Worker filters these already (text.rs); a terminal obeys what it is
+// given, so the script does not rely on it: an escape sequence from
+// anything that answers never reaches the screen. Newlines are the
+// layout, kept.
+export function printable(text) {
+  return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, "?");
 }
 
 class Refused extends Error {}
@@ -162,7 +55,7 @@ export async function fetchStatus(url, token) {
   let res;
   try {
     res = await fetch(url, {
-      headers: { accept: "application/json", authorization: `Bearer ${token}` },
+      headers: { accept: "text/plain", authorization: `Bearer ${token}` },
       redirect: "manual",
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
@@ -174,19 +67,16 @@ export async function fetchStatus(url, token) {
   const body = await readBounded(res);
   if (res.status === 401) throw new Error(`${shown(url)} refused the token (401): check STATUS_TOKEN`);
   if (res.status !== 200) throw new Error(`${shown(url)} answered ${res.status}, not the status document`);
-  let doc;
-  try {
-    doc = JSON.parse(body);
-  } catch {
-    const type = res.headers.get("content-type") ?? "no content-type";
-    throw new Error(`${shown(url)} did not answer JSON (${type}): is this the Worker's STATUS_PATH?`);
+  const type = res.headers.get("content-type") ?? "no content-type";
+  if (!/^text\/plain\s*(;|$)/i.test(type)) {
+    throw new Error(`${shown(url)} did not answer text (${type}), not a status document: is this the Worker's STATUS_PATH?`);
   }
   // Without STATUS_TOKEN on the Worker the path is proxied: an origin's
-  // JSON is not ours.
-  if (!Array.isArray(doc?.origins)) {
-    throw new Error(`${shown(url)} answered JSON that is not a status document: is STATUS_TOKEN set on the Worker?`);
+  // text is not ours.
+  if (body.split("\n", 1)[0] !== TITLE) {
+    throw new Error(`${shown(url)} answered text that is not a status document: is STATUS_TOKEN set on the Worker?`);
   }
-  return doc;
+  return body;
 }
 
 async function readBounded(res) {
@@ -248,8 +138,7 @@ async function main() {
     return;
   }
   try {
-    const doc = await fetchStatus(args.url, args.token);
-    process.stdout.write(renderText(statusTable(doc)));
+    process.stdout.write(printable(await fetchStatus(args.url, args.token)));
   } catch (e) {
     process.stderr.write(`status.mjs: ${e.message}\n`);
     process.exitCode = 1;

@@ -1,8 +1,11 @@
 //! `GET STATUS_PATH` with `Authorization: Bearer <STATUS_TOKEN>`: the health
-//! map as JSON, or as an HTML page for a client that prefers `text/html` (a
-//! browser). Without a configured token the path is proxied like any other.
+//! map as JSON, as an HTML page for a client that prefers `text/html` (a
+//! browser), or as plain text for one that prefers `text/plain`
+//! (scripts/status.mjs). Without a configured token the path is proxied like
+//! any other.
 
-use failover_core::edge::report::{self, page, BuildInfo};
+use failover_core::edge::report::negotiate::{self, Representation};
+use failover_core::edge::report::{self, page, text, BuildInfo};
 use failover_core::secret::bearer_matches;
 use worker::web_sys;
 
@@ -14,7 +17,10 @@ const BUILD: BuildInfo<'static> = BuildInfo {
     revision: env!("FAILOVER_REVISION"),
 };
 
-/// The fast path's copy of this test is `upstreamUrl` in src/js/lease.mjs.
+/// The answer to a request `target::is_status_request` matched (the fast
+/// path's copy of that test is `upstreamUrl` in src/js/lease.mjs): 401
+/// without the right token, else the document in the representation the
+/// client's `Accept` prefers, never cached.
 pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
     let token = isolate.config.status_token.as_deref().unwrap_or("");
     let presented = req.headers().get("authorization").ok().flatten();
@@ -31,25 +37,35 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
     );
     report::add_replay_buffer(&mut doc, &isolate.budget());
     let accept = req.headers().get("accept").ok().flatten();
-    let res = if page::wants_html(accept.as_deref()) {
-        let res = plain(200, &page::html(&doc));
-        let headers = res.headers();
-        let _ = headers.set("content-type", "text/html; charset=utf-8");
-        // Belt and braces over the escaping: nothing on the page may run,
-        // load or be framed, whatever a string in it says.
-        let _ = headers.set(
-            "content-security-policy",
-            "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-        );
-        let _ = headers.set("x-content-type-options", "nosniff");
-        let _ = headers.set("referrer-policy", "no-referrer");
-        res
-    } else {
-        let res = plain(200, &doc.to_string());
-        let _ = res.headers().set("content-type", "application/json");
-        res
+    let res = match negotiate::representation(accept.as_deref()) {
+        Representation::Html => {
+            let res = plain(200, &page::html(&doc));
+            let headers = res.headers();
+            let _ = headers.set("content-type", "text/html; charset=utf-8");
+            // Belt and braces over the escaping: nothing on the page may run,
+            // load or be framed, whatever a string in it says.
+            let _ = headers.set(
+                "content-security-policy",
+                "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            );
+            let _ = headers.set("x-content-type-options", "nosniff");
+            let _ = headers.set("referrer-policy", "no-referrer");
+            res
+        }
+        Representation::Text => {
+            let res = plain(200, &text::render(&doc));
+            let headers = res.headers();
+            let _ = headers.set("content-type", "text/plain; charset=utf-8");
+            let _ = headers.set("x-content-type-options", "nosniff");
+            res
+        }
+        Representation::Json => {
+            let res = plain(200, &doc.to_string());
+            let _ = res.headers().set("content-type", "application/json");
+            res
+        }
     };
-    // One URL, two bodies: no cache in between may hand one to the other.
+    // One URL, three bodies: no cache in between may hand one to the other.
     let _ = res.headers().set("vary", "accept");
     res
 }

@@ -16,13 +16,22 @@
 //! table, as a plain function or a state machine that takes the time as an
 //! argument. Its shells own everything that touches the world: `fetch`,
 //! the Cache API, timers, sockets, processes, the clock. The edge side also
-//! renders its status document, the HTML page and the log lines here, and
-//! parses `Cookie` and `Location` headers, because those are decisions
-//! tested natively (what a client reads, which cookie pins), not I/O; the
-//! shell only prints the strings. The fast path's JS twins of some edge
-//! rules (src/js/) are held to fixtures Rust generates (tests/fixtures/).
+//! renders its status document, the HTML page, the terminal's text and the
+//! log lines here, and parses `Cookie`, `Location` and `Accept` headers,
+//! because those are decisions tested natively (what a client reads, which
+//! cookie pins), not I/O; the shell only prints the strings. The fast
+//! path's JS twins of some edge rules (src/js/) are held to fixtures Rust
+//! generates (tests/fixtures/).
+
+// Here and not in Cargo.toml's `[lints]`: a crate there either inherits the
+// workspace's table or repeats it whole, and this one must keep inheriting
+// it. CI's clippy runs with `-D warnings`, so an undocumented public item
+// fails the build all the same.
+#![warn(missing_docs)]
 
 pub mod edge;
+// Pending the agent restructure (issue 16 item 3), which is rewriting node/.
+#[allow(missing_docs)]
 pub mod node;
 pub mod secret;
 pub mod streak;

@@ -7,11 +7,14 @@
 /// What a streak machine currently believes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
+    /// Healthy: serve, or keep serving.
     Up,
+    /// Not: route around it, or stand down.
     Down,
 }
 
 impl Verdict {
+    /// `up` or `down`, for logs, status and the shared-verdict wire format.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Up => "up",
@@ -33,6 +36,8 @@ pub struct Streak {
 }
 
 impl Streak {
+    /// A machine at `initial` with no observation yet; `rise` good ones in
+    /// a row bring it up, `fall` bad ones take it down.
     pub fn new(initial: Verdict, rise: u32, fall: u32) -> Self {
         Streak {
             rise: rise.max(1),
@@ -71,10 +76,12 @@ impl Streak {
         self.bad = 0;
     }
 
+    /// The current verdict.
     pub fn verdict(&self) -> Verdict {
         self.verdict
     }
 
+    /// True while the verdict is `Up`.
     pub fn is_up(&self) -> bool {
         self.verdict == Verdict::Up
     }

@@ -23,8 +23,10 @@ use crate::edge::fnv::{fmix64, fnv1a64, FNV64_OFFSET};
 /// `AFFINITY`: whether clients are pinned to an origin by cookie.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AffinityMode {
+    /// `off` (the default): every request is steered afresh.
     #[default]
     Off,
+    /// `cookie`: the `__tf_affinity` cookie pins a client.
     Cookie,
 }
 
@@ -39,6 +41,7 @@ pub enum AffinityFailover {
 }
 
 impl AffinityMode {
+    /// The setting's spelling, for the status endpoint.
     pub fn as_str(self) -> &'static str {
         match self {
             AffinityMode::Off => "off",
@@ -48,6 +51,7 @@ impl AffinityMode {
 }
 
 impl AffinityFailover {
+    /// The setting's spelling, for the status endpoint.
     pub fn as_str(self) -> &'static str {
         match self {
             AffinityFailover::Temporary => "temporary",
@@ -59,9 +63,11 @@ impl AffinityFailover {
 /// The affinity settings together (see [`crate::edge::affinity`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Affinity {
+    /// `AFFINITY`.
     pub mode: AffinityMode,
     /// `AFFINITY_TTL_S`: the cookie's Max-Age.
     pub ttl_s: u32,
+    /// `AFFINITY_FAILOVER`.
     pub failover: AffinityFailover,
 }
 
@@ -158,7 +164,9 @@ impl SetCookie {
 /// A request's attempt order with affinity applied, and the cookie rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
+    /// Origins to try, each once: the pinned one first while it is up.
     pub order: Vec<usize>,
+    /// Whether the response pins the client to the origin that served it.
     pub set_cookie: SetCookie,
 }
 

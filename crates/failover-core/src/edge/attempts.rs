@@ -18,7 +18,13 @@ pub enum AfterFailure {
     /// response (only ever for a `Failure::Status`).
     PassThrough,
     /// Answer with this status and one-line text; it names no origin URL.
-    GiveUp { status: u16, message: &'static str },
+    GiveUp {
+        /// 504 when time ran out (every attempt, or the one that could
+        /// not be retried, timed out), 502 otherwise.
+        status: u16,
+        /// One line for the client.
+        message: &'static str,
+    },
     /// No origin is left to try, and this one answered with an HTTP 5xx of
     /// its own (the last such answer in the walk): the client gets that
     /// answer as the app sent it (its JSON error, its 503 maintenance page

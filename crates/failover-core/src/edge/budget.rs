@@ -10,6 +10,8 @@
 /// Reports of bodies streamed for the budget are this far apart at least.
 pub const REPORT_EVERY_MS: u64 = 60_000;
 
+/// Bytes of request bodies the isolate holds for replay, against
+/// `REPLAY_BUFFER_BUDGET_BYTES`, and when a streamed body was last reported.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayBudget {
     limit: u64,
@@ -25,7 +27,9 @@ pub struct ReplayBudget {
 pub struct OverBudget {
     /// The body that did not fit, in bytes.
     pub wanted: u64,
+    /// Bytes held for other requests when it came.
     pub held: u64,
+    /// The budget.
     pub limit: u64,
     /// Bodies streamed for the budget since the last report, this one
     /// included.
@@ -33,6 +37,7 @@ pub struct OverBudget {
 }
 
 impl ReplayBudget {
+    /// An empty budget of `limit` bytes; 0 holds only empty bodies.
     pub fn new(limit: u64) -> Self {
         ReplayBudget {
             limit,
@@ -82,14 +87,17 @@ impl ReplayBudget {
         Some(report)
     }
 
+    /// Bytes held now.
     pub fn held(&self) -> u64 {
         self.held
     }
 
+    /// The most bytes held at once since the isolate started.
     pub fn peak(&self) -> u64 {
         self.peak
     }
 
+    /// The budget, `REPLAY_BUFFER_BUDGET_BYTES`.
     pub fn limit(&self) -> u64 {
         self.limit
     }

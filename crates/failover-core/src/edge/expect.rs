@@ -9,8 +9,9 @@ use std::fmt;
 
 use crate::edge::classify::{classify_status, Failure};
 
-/// Lowest and highest status a `health_expect` item may name.
+/// The lowest status a `health_expect` item may name.
 pub const MIN_STATUS: u16 = 100;
+/// The highest status a `health_expect` item may name.
 pub const MAX_STATUS: u16 = 599;
 /// More items than this is a typo, not a policy.
 pub const MAX_ITEMS: usize = 32;

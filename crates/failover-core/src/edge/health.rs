@@ -13,9 +13,14 @@ use crate::streak::{Streak, Verdict};
 /// One flip of an origin's verdict, for the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transition {
+    /// Index into the configured origins.
     pub origin: usize,
+    /// The verdict before.
     pub from: Verdict,
+    /// The verdict now.
     pub to: Verdict,
+    /// What flipped it, for the log line: a failure's label, or where an
+    /// adopted verdict came from.
     pub reason: String,
     /// Whose evidence flipped it. Only `Local` flips are worth sharing.
     pub source: Source,
@@ -45,15 +50,19 @@ pub struct OriginHealth {
 }
 
 impl OriginHealth {
+    /// What requests are routed by.
     pub fn verdict(&self) -> Verdict {
         self.streak.verdict()
     }
+    /// Good probes in a row: how far a down origin is on its way back.
     pub fn good_streak(&self) -> u32 {
         self.streak.good_streak()
     }
+    /// Failures in a row.
     pub fn bad_streak(&self) -> u32 {
         self.streak.bad_streak()
     }
+    /// The last failure seen, kept after the origin recovers.
     pub fn last_error(&self) -> Option<Failure> {
         self.last_error
     }
@@ -123,6 +132,7 @@ impl HealthMap {
         }
     }
 
+    /// Every origin's entry, by index.
     pub fn origins(&self) -> &[OriginHealth] {
         &self.origins
     }
@@ -132,10 +142,12 @@ impl HealthMap {
         self.origins.len()
     }
 
+    /// True when the map holds no origin.
     pub fn is_empty(&self) -> bool {
         self.origins.is_empty()
     }
 
+    /// The verdict on `origin`; false for an index the map does not hold.
     pub fn is_up(&self, origin: usize) -> bool {
         self.origins.get(origin).is_some_and(|o| o.streak.is_up())
     }

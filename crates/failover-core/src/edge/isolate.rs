@@ -50,6 +50,7 @@ pub enum LeaseAfter {
     /// What the lease rests on moved (a verdict flipped, or a probe fell
     /// due earlier than the lease knew): the shell revokes it.
     Revoked,
+    /// The change touched nothing the lease rests on (a counter moved).
     Stands,
 }
 

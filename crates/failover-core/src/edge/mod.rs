@@ -22,7 +22,8 @@
 //! - [`isolate`]: [`Isolate`], everything one isolate keeps between
 //!   requests, with when its periodic work is next due and the fast path's
 //!   lease.
-//! - [`report`]: log lines, the status document and its HTML page.
+//! - [`report`]: log lines, the status document and its HTML page and
+//!   plain text.
 //!
 //! A module uses only modules listed before it (`scripts/check-cycles.mjs`
 //! checks that no import cycle exists).

@@ -2,14 +2,16 @@
 //! affinity on top, and the origin the request was meant for (so that
 //! `x-failover` says when it was served elsewhere). The fast path's JS twin
 //! is `route` in src/js/route.mjs; both compose the same pieces
-//! ([`steering::attempt_order`], [`affinity::with_affinity`]), which are held
-//! to tests/fixtures/steering.json.
+//! ([`crate::edge::steering::attempt_order`],
+//! [`affinity::with_affinity`]), which are held to
+//! tests/fixtures/steering.json.
 
 use crate::edge::affinity::AffinityMode;
 use crate::edge::affinity::{self, SetCookie};
 use crate::edge::config::WorkerConfig;
 use crate::edge::steering::attempt_order;
 
+/// Where one request goes, decided before its first attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
     /// Origins to try, in order: every origin, down ones last.

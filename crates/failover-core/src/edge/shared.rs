@@ -52,6 +52,7 @@ pub enum Source {
 }
 
 impl Source {
+    /// For logs and the status endpoint's `decided_by`.
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Local => "local",
@@ -66,6 +67,7 @@ impl Source {
 /// says whether it still holds (it is ignored once older than a max age).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedVerdict {
+    /// What the publisher routes by.
     pub verdict: Verdict,
     /// When the publisher's verdict last flipped, ms since the epoch.
     pub since_ms: u64,
@@ -74,6 +76,7 @@ pub struct SharedVerdict {
 }
 
 impl SharedVerdict {
+    /// The wire format: `down 1796024281610 1796024311610`.
     pub fn encode(&self) -> String {
         format!(
             "{} {} {}",
@@ -144,6 +147,7 @@ pub struct Cadence {
 }
 
 impl Cadence {
+    /// A period of `every_ms`, due at once (never taken yet).
     pub fn new(every_ms: u64) -> Cadence {
         Cadence {
             every_ms,

@@ -55,6 +55,7 @@ impl Policy {
         }
     }
 
+    /// [`Policy::as_str`] read back; None for any other word.
     pub fn parse(text: &str) -> Option<Policy> {
         match text {
             "failover" => Some(Policy::Failover),
@@ -123,7 +124,9 @@ impl HashKey {
 /// One origin as steering sees it, in priority order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Candidate<'a> {
+    /// What `hash` scores, so a key follows the name, not the position.
     pub name: &'a str,
+    /// Its share of `weighted` and `hash` traffic; 0 is a backup.
     pub weight: u32,
     /// The health map's verdict.
     pub healthy: bool,
@@ -136,7 +139,7 @@ const BELOW_ONE: f64 = 1.0 - f64::EPSILON / 2.0;
 
 /// fmix32(FNV-1a-32(UTF-8(key) ‖ 0x00 ‖ UTF-8(name))). Origin names are NUL
 /// free, so the pair is read back unambiguously from the bytes. The key's
-/// part of the FNV state is shared by every origin (see [`order_by_hash`]).
+/// part of the FNV state is shared by every origin (see `order_by_hash`).
 pub fn rendezvous_hash(key: &str, name: &str) -> u32 {
     name_hash(fnv1a32(FNV32_OFFSET, key.as_bytes()), name)
 }

@@ -59,10 +59,6 @@ pub fn authority(url: &str) -> &str {
     }
 }
 
-/// Whether a request is for the Worker's own status endpoint instead of an
-/// origin: a GET or HEAD whose path, query aside, is exactly `status_path`.
-/// `None` when the endpoint is off (no token is set): the path is then
-/// proxied like any other.
 /// The URL a health probe of an origin GETs: its base and its
 /// `health_path` (validated at config time to start with `/`), joined like
 /// every other upstream URL.
@@ -70,6 +66,10 @@ pub fn probe_url(base: &str, health_path: &str) -> Option<String> {
     upstream_url(base, &format!("https://probe.invalid{health_path}"))
 }
 
+/// Whether a request is for the Worker's own status endpoint instead of an
+/// origin: a GET or HEAD whose path, query aside, is exactly `status_path`.
+/// `None` when the endpoint is off (no token is set): the path is then
+/// proxied like any other.
 pub fn is_status_request(request_url: &str, method: &str, status_path: Option<&str>) -> bool {
     let Some(status_path) = status_path else {
         return false;

@@ -14,7 +14,10 @@ use super::vars::SETTINGS;
 /// `{:?}` of the config in a log cannot leak it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AccessToken {
+    /// `access_client_id`, sent as `CF-Access-Client-Id`.
     pub client_id: String,
+    /// The value of the secret `access_client_secret_var` names, sent as
+    /// `CF-Access-Client-Secret`.
     pub client_secret: String,
 }
 

@@ -30,20 +30,30 @@ pub use vars::{
     MAX_AFFINITY_TTL_S, SETTINGS,
 };
 
+/// Every setting, validated; see the README's settings table for what each
+/// does to traffic.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerConfig {
+    /// `ORIGINS`, in priority order; never empty.
     pub origins: Vec<Origin>,
+    /// `ATTEMPT_TIMEOUT_MS`: how long one attempt waits for response headers.
     pub attempt_timeout_ms: u64,
+    /// `HEALTH_INTERVAL_MS`: how often a down origin is probed, and the
+    /// global checker consulted.
     pub health_interval_ms: u64,
+    /// `HEALTH_RISE`: good probes in a row that bring an origin back up.
     pub health_rise: u32,
     /// Consecutive failed probes before the global checker calls an origin
     /// down (a failed client attempt marks it down in the isolate at once).
     pub health_fall: u32,
     /// Share verdicts with the other isolates of the location (Cache API).
     pub colo_health: bool,
+    /// `STATUS_PATH`: where the status endpoint answers.
     pub status_path: String,
     /// None: the status path is proxied like any other.
     pub status_token: Option<String>,
+    /// `REPLAY_BODY_MAX_BYTES`: a larger body (or one of unknown length) is
+    /// streamed to one origin, never replayed.
     pub replay_body_max_bytes: u64,
     /// The most body bytes the isolate holds for replay at once, across all
     /// requests; a body that would exceed it is streamed to one origin.
@@ -51,8 +61,11 @@ pub struct WorkerConfig {
     /// An origin with an attempt outstanding this long and no response
     /// headers to anyone since is skipped by new requests; 0 = off.
     pub silence_ms: u64,
+    /// `STEERING`.
     pub steering: Policy,
+    /// `HASH_KEY`: what `hash` steering reads from a request.
     pub hash_key: HashKey,
+    /// `AFFINITY`, `AFFINITY_TTL_S` and `AFFINITY_FAILOVER`.
     pub affinity: Affinity,
 }
 

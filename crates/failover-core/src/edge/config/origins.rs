@@ -8,8 +8,11 @@ use super::error::{error, ConfigError};
 use super::urls::parse_base_url;
 use crate::edge::expect::HealthExpect;
 
+/// An origin's `health_path` when it names none.
 pub const DEFAULT_HEALTH_PATH: &str = "/";
+/// An origin's `weight` when it names none: equal shares.
 pub const DEFAULT_WEIGHT: u32 = 1;
+/// The largest `weight` an origin may have.
 pub const MAX_WEIGHT: u32 = 1000;
 
 /// The keys an `ORIGINS` entry may have.

@@ -5,11 +5,18 @@
 use super::error::{error, ConfigError};
 use crate::edge::steering::HashKey;
 
+/// `ATTEMPT_TIMEOUT_MS` unset.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u64 = 6_000;
+/// `HEALTH_INTERVAL_MS` unset.
 pub const DEFAULT_HEALTH_INTERVAL_MS: u64 = 15_000;
+/// `HEALTH_RISE` unset: one lucky answer does not bring an origin back.
 pub const DEFAULT_HEALTH_RISE: u32 = 2;
+/// `STATUS_PATH` unset.
 pub const DEFAULT_STATUS_PATH: &str = "/__failover/status";
+/// `REPLAY_BODY_MAX_BYTES` unset: 1 MiB.
 pub const DEFAULT_REPLAY_BODY_MAX_BYTES: u64 = 1024 * 1024;
+/// `HEALTH_FALL` unset: one failed probe is not enough for the global
+/// checker.
 pub const DEFAULT_HEALTH_FALL: u32 = 2;
 /// 23 hours, as Cloudflare Load Balancing's cookie affinity defaults to.
 pub const DEFAULT_AFFINITY_TTL_S: u32 = 82_800;
@@ -17,6 +24,7 @@ pub const DEFAULT_AFFINITY_TTL_S: u32 = 82_800;
 pub const MAX_AFFINITY_TTL_S: u32 = 31_536_000;
 /// 32 MiB: a quarter of an isolate's 128 MB for bodies held for replay.
 pub const DEFAULT_REPLAY_BUFFER_BUDGET_BYTES: u64 = 32 * 1024 * 1024;
+/// `SILENCE_MS` unset.
 pub const DEFAULT_SILENCE_MS: u64 = 2_000;
 
 /// The names of every setting, for the shell to read. The config may also

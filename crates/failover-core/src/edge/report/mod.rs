@@ -1,7 +1,8 @@
 //! The JSON the Worker writes: one log line per health change and per failed
-//! attempt, and the status endpoint's document (and, in [`page`], the same
-//! document as an HTML page for a person). Built here so the shell only
-//! prints strings, and so the format is tested.
+//! attempt, and the status endpoint's document (and the same document for a
+//! person: an HTML page in [`page`], plain text in [`text`], chosen by
+//! [`negotiate`]). Built here so the shell only prints strings, and so the
+//! format is tested.
 
 use serde_json::{json, Value};
 
@@ -10,13 +11,19 @@ use crate::edge::config::WorkerConfig;
 use crate::edge::health::{HealthMap, Transition};
 use crate::edge::shared::SharedVerdict;
 
-// The page is a view of `status_document`, so it sits under this module.
+// The page and the text are views of `status_document`, so they sit under
+// this module, with the choice between them.
+pub mod negotiate;
 pub mod page;
+pub mod text;
 
 /// What was built into the deployed Worker.
 #[derive(Clone, Copy, Debug)]
 pub struct BuildInfo<'a> {
+    /// The crate's version.
     pub version: &'a str,
+    /// The git revision it was built from (build.rs), `-dirty` when the
+    /// tree had changes, `unknown` outside a checkout.
     pub revision: &'a str,
 }
 
@@ -94,7 +101,6 @@ pub fn status(
     status_document(config, health, build, now_ms).to_string()
 }
 
-/// The status document, for [`status`] to print and [`page::html`] to render.
 /// A body streamed because the isolate's replay budget was full; at most
 /// one such line a minute.
 pub fn replay_budget(over: &crate::edge::budget::OverBudget) -> String {
@@ -119,6 +125,8 @@ pub fn add_replay_buffer(doc: &mut Value, budget: &crate::edge::budget::ReplayBu
     });
 }
 
+/// The status document, for [`status`] to print and [`page::html`] and
+/// [`text::render`] to render.
 pub fn status_document(
     config: &WorkerConfig,
     health: &HealthMap,

@@ -1,8 +1,8 @@
 //! The status document for a person: one table with a row per origin, served
-//! as an HTML page to a client that prefers `text/html` (a browser).
-//! scripts/status.mjs prints the same table in a terminal from the JSON, and
-//! tests/status.test.mjs checks the two agree cell by cell, so a rule here
-//! (a column, a time format) changes there too.
+//! as an HTML page to a client that prefers `text/html` (a browser), and as
+//! plain text ([`super::text`]) to one that prefers `text/plain`
+//! (scripts/status.mjs): both draw the same [`StatusTable`], so a rule here
+//! (a column, a time format) holds for both.
 //!
 //! Rendered from the JSON document and nothing else: the page cannot show
 //! what the JSON does not (no origin URL, no token). Every string is escaped
@@ -12,6 +12,10 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
+
+/// The first line of every rendering, the page's `<title>` and `<h1>`: how
+/// scripts/status.mjs tells the Worker's answer from an origin's.
+pub const TITLE: &str = "tunnel-failover status";
 
 /// The table's header; every row has one cell per column.
 pub const COLUMNS: [&str; 6] = [
@@ -253,10 +257,10 @@ pub fn html(doc: &Value) -> String {
     out.push_str(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"robots\" content=\"noindex\">\n<title>tunnel-failover status</title>\n<style>",
+         <meta name=\"robots\" content=\"noindex\">\n",
     );
-    out.push_str(STYLE);
-    out.push_str("</style>\n</head>\n<body>\n<h1>tunnel-failover status</h1>\n");
+    let _ = write!(out, "<title>{}</title>\n<style>{STYLE}", escape(TITLE));
+    let _ = writeln!(out, "</style>\n</head>\n<body>\n<h1>{}</h1>", escape(TITLE));
     for (i, line) in t.about.iter().enumerate() {
         // The "as of" line carries the exact instant, to the ms, in a
         // <time>: relative times count back from it.
@@ -317,143 +321,10 @@ pub fn html(doc: &Value) -> String {
     out
 }
 
-/// Whether a client with this `Accept` header gets the page rather than the
-/// JSON: only when it weighs `text/html` above `application/json`, as a
-/// browser's `text/html,...,*/*;q=0.8` does. A tie (`*/*`, no header, both
-/// named) keeps the JSON every script and monitor already reads.
-pub fn wants_html(accept: Option<&str>) -> bool {
-    accept.is_some_and(|a| weight(a, "text", "html") > weight(a, "application", "json"))
-}
-
-/// The q (in thousandths) that `accept` gives `kind/sub`: that of the most
-/// specific range matching it (`kind/sub` over `kind/*` over `*/*`), 0 when
-/// none does. A range with an unreadable q is ignored.
-fn weight(accept: &str, kind: &str, sub: &str) -> u16 {
-    let mut best: Option<(u8, u16)> = None;
-    for range in accept.split(',') {
-        let mut parts = range.split(';');
-        let Some((k, s)) = parts.next().and_then(|media| media.split_once('/')) else {
-            continue;
-        };
-        let (k, s) = (k.trim(), s.trim());
-        let specificity = if k.eq_ignore_ascii_case(kind) && s.eq_ignore_ascii_case(sub) {
-            2
-        } else if k.eq_ignore_ascii_case(kind) && s == "*" {
-            1
-        } else if k == "*" && s == "*" {
-            0
-        } else {
-            continue;
-        };
-        let mut q = Some(1000);
-        for param in parts {
-            if let Some((name, value)) = param.split_once('=') {
-                if name.trim().eq_ignore_ascii_case("q") {
-                    q = quality(value.trim());
-                }
-            }
-        }
-        let Some(q) = q else { continue };
-        best = match best {
-            Some((sp, old)) if sp > specificity || (sp == specificity && old >= q) => best,
-            _ => Some((specificity, q)),
-        };
-    }
-    best.map_or(0, |(_, q)| q)
-}
-
-/// RFC 9110's qvalue: `0`, `0.` and up to three digits, `1`, `1.000`.
-fn quality(text: &str) -> Option<u16> {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let thousandths = fraction
-        .bytes()
-        .chain(std::iter::repeat(b'0'))
-        .take(3)
-        .fold(0u16, |acc, b| acc * 10 + u16::from(b - b'0'));
-    match whole {
-        "0" => Some(thousandths),
-        "1" if thousandths == 0 => Some(1000),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    const CHROME: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7";
-    const FIREFOX: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
-
-    #[test]
-    fn html_only_when_preferred_over_json() {
-        let cases: &[(Option<&str>, bool)] = &[
-            (Some(CHROME), true),
-            (Some(FIREFOX), true),
-            (Some("text/html"), true),
-            (Some("TEXT/HTML"), true),
-            (Some("text/*"), true),
-            (
-                Some(" text/html ; q=1.000 , application/json;q=0.999"),
-                true,
-            ),
-            (Some("application/json;q=0.5, text/html;q=0.6"), true),
-            // Ties and everything else stay JSON.
-            (None, false),
-            (Some(""), false),
-            (Some("*/*"), false),
-            (Some("application/json"), false),
-            (Some("application/json, text/html"), false),
-            (Some("text/html, application/json"), false),
-            (Some("text/html;q=0.5, application/json"), false),
-            (Some("text/html;q=0, */*"), false),
-            (Some("text/html;q=0"), false),
-            (Some("application/*, text/html;q=0.9"), false),
-            // The most specific range decides, not the largest q.
-            (
-                Some("text/html;q=0.1, text/*, application/json;q=0.2"),
-                false,
-            ),
-            // Unreadable ranges count for nothing.
-            (Some("text/html;q=2"), false),
-            (Some("text/html;q=0.1234"), false),
-            (Some("text/html;q=abc"), false),
-            (Some("text/html;q=-1"), false),
-            (Some("html"), false),
-            (Some("*/html"), false),
-            (Some(",,;;=,/"), false),
-        ];
-        for (accept, html) in cases {
-            assert_eq!(wants_html(*accept), *html, "{accept:?}");
-        }
-    }
-
-    #[test]
-    fn qvalues() {
-        let cases = [
-            ("0", Some(0)),
-            ("0.", Some(0)),
-            ("0.8", Some(800)),
-            ("0.05", Some(50)),
-            ("0.123", Some(123)),
-            ("1", Some(1000)),
-            ("1.0", Some(1000)),
-            ("1.000", Some(1000)),
-            ("1.001", None),
-            ("0.1234", None),
-            ("2", None),
-            ("", None),
-            (".5", None),
-            ("0.x", None),
-            ("0.５", None),
-        ];
-        for (text, q) in cases {
-            assert_eq!(quality(text), q, "{text:?}");
-        }
-    }
 
     #[test]
     fn relative_times() {
