@@ -30,8 +30,6 @@
 #![warn(missing_docs)]
 
 pub mod edge;
-// Pending the agent restructure (issue 16 item 3), which is rewriting node/.
-#[allow(missing_docs)]
 pub mod node;
 pub mod secret;
 pub mod streak;

@@ -14,25 +14,41 @@ use crate::streak::{Streak, Verdict};
 /// The `[app]` settings: check interval and thresholds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AppTiming {
+    /// `[app] interval`: time between checks (the agent's config defaults
+    /// it to `poll_interval`).
     pub interval_ms: u64,
+    /// `[app] rise`: good checks in a row that make the app up, so that a
+    /// stopped connector may start.
     pub rise: u32,
+    /// `[app] fall`: failed checks in a row that make the app down, which
+    /// withdraws a running connector.
     pub fall: u32,
 }
 
 impl AppTiming {
+    /// `rise` when `[app]` sets none: one good answer from an app still
+    /// coming up does not start the connector.
     pub const DEFAULT_RISE: u32 = 2;
+    /// `fall` when `[app]` sets none: one slow or failed answer does not
+    /// withdraw a serving connector.
     pub const DEFAULT_FALL: u32 = 3;
 }
 
+/// What the node believes of its app, by the `[app]` thresholds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppState {
     /// Neither threshold reached since the agent started.
     Unknown,
+    /// `rise` good checks in a row, and not `fall` failed ones since: the
+    /// connector may serve.
     Up,
+    /// `fall` failed checks in a row, and not `rise` good ones since: a
+    /// running connector is withdrawn, a stopped one stays stopped.
     Down,
 }
 
 impl AppState {
+    /// The spelling in `/health`, systemd's `STATUS=` and the evidence text.
     pub fn as_str(self) -> &'static str {
         match self {
             AppState::Unknown => "unknown",
@@ -42,6 +58,8 @@ impl AppState {
     }
 }
 
+/// The app's checks over time: a [`Streak`], plus the `Unknown` a streak
+/// machine does not have.
 #[derive(Clone, Debug)]
 pub struct AppWatch {
     timing: AppTiming,
@@ -51,6 +69,7 @@ pub struct AppWatch {
 }
 
 impl AppWatch {
+    /// A watch with no check yet, so [`AppState::Unknown`].
     pub fn new(timing: AppTiming) -> Self {
         AppWatch {
             timing,
@@ -61,6 +80,7 @@ impl AppWatch {
         }
     }
 
+    /// The `[app]` settings it judges by.
     pub fn timing(&self) -> AppTiming {
         self.timing
     }
@@ -82,14 +102,17 @@ impl AppWatch {
         };
     }
 
+    /// The state after the last check.
     pub fn state(&self) -> AppState {
         self.state
     }
 
+    /// Good checks since the last failed one.
     pub fn good_in_a_row(&self) -> u32 {
         self.streak.good_streak()
     }
 
+    /// Failed checks since the last good one: what a withdrawal reports.
     pub fn bad_in_a_row(&self) -> u32 {
         self.streak.bad_streak()
     }

@@ -47,6 +47,7 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, in the order `/health` and `/metrics` list them.
     pub const ALL: [Reason; 7] = [
         Reason::Steady,
         Reason::PeerMissed,
@@ -57,6 +58,7 @@ impl Reason {
         Reason::UplinkLost,
     ];
 
+    /// The key in `/health`'s `reasons` and the metrics' `reason` label.
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Steady => "steady",
@@ -79,11 +81,13 @@ impl Reason {
 pub struct ReasonCounts([u64; 7]);
 
 impl ReasonCounts {
+    /// Counts one decision taken for `reason`.
     pub fn add(&mut self, reason: Reason) {
         let slot = &mut self.0[reason.index()];
         *slot = slot.saturating_add(1);
     }
 
+    /// Decisions taken for `reason` since the agent started.
     pub fn get(&self, reason: Reason) -> u64 {
         self.0[reason.index()]
     }
@@ -92,7 +96,12 @@ impl ReasonCounts {
 /// One side effect, in the order an [`Outcome`] lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
+    /// Start the local connector. If the start fails, the actions after it
+    /// are skipped: a node that is not serving must not ask the peer to stop.
     StartLocal,
+    /// Stop the local connector. A failed stop in a decision is logged and
+    /// decided again at the next local look, which still sees it running;
+    /// in an order it is the error the caller hears.
     StopLocal,
     /// `POST /failover/stop` to the peer agent, if it answers. Skipped when
     /// an action before it failed: a node that cannot serve must not take
@@ -144,6 +153,8 @@ impl Decision {
         }
     }
 
+    /// The spelling in the agent's `decision ...` log lines, `/health` and
+    /// systemd's `STATUS=`.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Hold => "hold",
@@ -160,13 +171,20 @@ impl Decision {
 /// and the side effects to carry out, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
+    /// What to do; [`Decision::Hold`] for most observations.
     pub decision: Decision,
+    /// Why, typed: what `/health` and `/metrics` count.
     pub reason: Reason,
+    /// The facts it rests on: the agent's log line and `/health`'s `why`.
     pub evidence: Evidence,
+    /// What the agent runs, in order; empty for a hold. Not always
+    /// `decision.actions(topology)`: a retried take-over only starts.
     pub actions: &'static [Action],
 }
 
 impl Outcome {
+    /// A decision with the actions its topology gives it
+    /// ([`Decision::actions`]).
     pub fn new(decision: Decision, reason: Reason, topology: Topology, evidence: Evidence) -> Self {
         Outcome {
             decision,
@@ -176,6 +194,8 @@ impl Outcome {
         }
     }
 
+    /// Nothing to carry out; `evidence` says what was seen, and the agent
+    /// logs it only when it differs from the last.
     pub fn hold(evidence: Evidence) -> Self {
         Outcome {
             decision: Decision::Hold,
@@ -196,6 +216,7 @@ impl Outcome {
         }
     }
 
+    /// Whether there is nothing to carry out.
     pub fn is_hold(&self) -> bool {
         self.decision == Decision::Hold
     }

@@ -18,27 +18,44 @@ pub enum Evidence {
     NoApp,
     /// The app's state changed; `last` is its last check.
     App {
+        /// The state it changed to.
         state: AppState,
+        /// The last check: `healthy`, or the problem the agent reported.
         last: Option<String>,
     },
     /// The local connector's process state changed.
-    Local { running: bool },
+    Local {
+        /// What systemd's `is-active` or the status command said.
+        running: bool,
+    },
     /// Tunnel per node: our running connector became ready.
-    LocalReady { readiness: Readiness },
+    LocalReady {
+        /// Its `/ready` answer.
+        readiness: Readiness,
+    },
     /// Tunnel per node: our running connector is not ready.
     LocalNotReady {
+        /// Not-ready looks in a row.
         misses: u32,
+        /// The misses that withdraw it (`takeover_after`).
         of: u32,
+        /// This look's `/ready` answer.
         readiness: Readiness,
     },
     /// A peer look arrived at a node that does not watch its peer.
     NotWatchingPeer,
     /// The standby saw the peer's connector ready.
-    PeerReady { view: PeerView },
+    PeerReady {
+        /// What each path answered.
+        view: PeerView,
+    },
     /// The standby saw the peer's connector not ready.
     PeerMiss {
+        /// Misses in a row.
         misses: u32,
+        /// The misses that make a take-over (`takeover_after`).
         of: u32,
+        /// What each path answered.
         view: PeerView,
     },
     /// An egress check arrived at the standby.
@@ -46,40 +63,80 @@ pub enum Evidence {
     /// One egress check; `in_a_row` is capped at `required`, so that a
     /// steady good egress is the same evidence every check.
     Egress {
+        /// Whether this check passed.
         good: bool,
+        /// Good checks in a row, capped at `required`.
         in_a_row: u32,
+        /// Good checks a fail-back needs now, the penalty included.
         required: u32,
     },
     /// The maintenance flag appeared.
     MaintenanceSet,
     /// The flag went away; a node that fails back needs this many good
     /// egress checks (`None`: the standby, which watches its peer again).
-    MaintenanceCleared { failback_after: Option<u32> },
+    MaintenanceCleared {
+        /// Good egress checks before the fail-back; `None` on the standby.
+        failback_after: Option<u32>,
+    },
     /// The peer or an operator stopped our connector.
-    StoppedOnRequest { failback_after: u32 },
+    StoppedOnRequest {
+        /// Good egress checks the fail-back needs now: counted from zero,
+        /// and doubled if the stop reversed a recent fail-back.
+        failback_after: u32,
+    },
     /// The peer handed the tunnel over to us.
     HandedOver,
     /// An operator started our connector under the maintenance flag.
     StartedUnderMaintenance,
     /// Drain: the maintenance flag is set and our connector runs.
-    Drain { topology: Topology },
+    Drain {
+        /// How it drains: a shared tunnel hands over to the peer first, a
+        /// tunnel per node just stops.
+        topology: Topology,
+    },
     /// Withdraw: the app failed this many checks in a row.
-    AppDown { bad_in_a_row: u32, last: String },
+    AppDown {
+        /// Failed checks in a row, reported as at least 1: an app still
+        /// down while it gathers `rise` good checks has none in a row, and
+        /// `last` then reads `healthy`.
+        bad_in_a_row: u32,
+        /// The last check: `healthy`, or the problem.
+        last: String,
+    },
     /// Withdraw (tunnel per node): our connector ran without an edge
     /// connection for this many looks.
-    UplinkLost { misses: u32, last: String },
+    UplinkLost {
+        /// Not-ready looks in a row at our running connector.
+        misses: u32,
+        /// The last look, described.
+        last: String,
+    },
     /// Take-over: the peer's connector missed this many looks. `retry`:
     /// the peer was asked already in this episode; only our start is tried
     /// again.
     PeerMissed {
+        /// Misses in a row.
         misses: u32,
+        /// The last look, both paths described.
         last: String,
+        /// A start retried within the episode; the peer is not asked again.
         retry: bool,
     },
     /// Stand-down: the peer's connector is ready.
-    PeerServes { ready_in_a_row: u32, last: String },
+    PeerServes {
+        /// Ready looks in a row (at least `standdown_after`).
+        ready_in_a_row: u32,
+        /// The last look, both paths described.
+        last: String,
+    },
     /// Fail-back: egress is proven (and the app up, if one is watched).
-    EgressProven { good_in_a_row: u32, app: bool },
+    EgressProven {
+        /// Good egress checks in a row, not capped (unlike
+        /// [`Evidence::Egress`]).
+        good_in_a_row: u32,
+        /// Whether an `[app]` is watched, and so was up too.
+        app: bool,
+    },
 }
 
 impl fmt::Display for Evidence {

@@ -17,6 +17,9 @@ use crate::streak::{Streak, Verdict};
 /// the defaults).
 const MAX_PENALTY: u32 = 3;
 
+/// The fail-back clock of a primary or of a node with its own tunnel: the
+/// egress streak that proves the uplink, and the penalty that lengthens it
+/// after a reversed fail-back.
 #[derive(Clone, Debug)]
 pub struct FailBack {
     egress: Streak,
@@ -42,6 +45,8 @@ impl FailBack {
         }
     }
 
+    /// Records one egress check; `good` when Cloudflare answered directly,
+    /// in time. One failed check is enough to doubt egress again.
     pub fn observe(&mut self, good: bool) {
         self.egress.observe(good);
         self.last_check = Some(good);
@@ -52,18 +57,27 @@ impl FailBack {
         self.egress.is_up()
     }
 
+    /// Good checks in a row a fail-back needs now: `failback_after`,
+    /// doubled once per penalty.
     pub fn required(&self) -> u32 {
         self.base.saturating_mul(1 << self.penalty)
     }
 
+    /// Good checks since the last failed one or since the count restarted,
+    /// whichever came later.
     pub fn good_in_a_row(&self) -> u32 {
         self.egress.good_streak()
     }
 
+    /// Whether the last egress check was good; `None` before the first.
     pub fn last_check(&self) -> Option<bool> {
         self.last_check
     }
 
+    /// How many times the required streak is doubled (0 to 3): one more
+    /// per reversed fail-back; back to none at a planned hand-over, or at a
+    /// take-over that comes after the last fail-back held for the reversal
+    /// window.
     pub fn penalty(&self) -> u32 {
         self.penalty
     }

@@ -18,6 +18,8 @@ use super::schedule::{Check, Schedule};
 use super::timing::Timing;
 use super::topology::Topology;
 
+/// The part this node plays, from its config: it fixes which clocks run
+/// and which decisions exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// Shared tunnel: serves whenever it can; fails back on its own clock.
@@ -30,6 +32,8 @@ pub enum Role {
 }
 
 impl Role {
+    /// The spelling in `/health`, the metrics' `role` label and the logs;
+    /// `primary` and `standby` are the config's `role` values too.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Primary => "primary",
@@ -38,6 +42,9 @@ impl Role {
         }
     }
 
+    /// The topology the role implies. The config names a role only in a
+    /// shared tunnel, so role and topology are never stored apart to
+    /// disagree.
     pub fn topology(self) -> Topology {
         match self {
             Role::Node => Topology::TunnelPerNode,
@@ -62,6 +69,8 @@ pub enum HandoverRefused {
 }
 
 impl HandoverRefused {
+    /// The refusal in words: the peer reads it in the 409's `error`, the
+    /// log in a warning.
     pub fn as_str(self) -> &'static str {
         match self {
             HandoverRefused::NoSharedTunnel => "this node has its own tunnel (tunnel-per-node)",
@@ -74,32 +83,60 @@ impl HandoverRefused {
 /// Counters and state for `/health` and `/metrics`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
+    /// The node's role, which gives the topology too.
     pub role: Role,
     /// `None` until the local connector was looked at once.
     pub local_running: Option<bool>,
     /// Tunnel per node: the last look at our connector's `/ready`.
     pub local_ready: Option<bool>,
+    /// Whether the flag was set at the last local look.
     pub maintenance: bool,
+    /// When the flag last changed, on the machine's clock (the agent turns
+    /// it into Unix time for `/metrics`); `None` if it has not changed since
+    /// the agent started.
     pub maintenance_since_ms: Option<u64>,
     /// `None` without an `[app]` section.
     pub app: Option<AppState>,
+    /// The last app check: `healthy`, or the problem; `None` without
+    /// `[app]` or before the first check.
     pub app_last: Option<String>,
+    /// The last outcome's decision, a hold most of the time.
     pub last_decision: Decision,
+    /// What the last outcome rested on: `/health`'s `why`.
     pub last_evidence: Evidence,
+    /// When the last decision other than a hold was taken, or a handover
+    /// received, on the machine's clock. The agent does not read it: its
+    /// `/metrics` stamps the wall-clock time of each carried-out decision.
     pub last_transition_ms: Option<u64>,
+    /// Take-over episodes; a start retried within one is not counted again.
     pub takeovers: u64,
+    /// Times the standby stopped its connector for a ready peer.
     pub standdowns: u64,
+    /// Times a primary, or a node with its own tunnel, started its
+    /// connector on proven egress.
     pub failbacks: u64,
+    /// Stops for the maintenance flag.
     pub drains: u64,
+    /// Stops because the app was down or (tunnel per node) the uplink was
+    /// lost.
     pub withdrawals: u64,
     /// Decisions carried out, by reason.
     pub reasons: ReasonCounts,
+    /// The standby's misses of the peer in a row; 0 on the other roles.
     pub peer_misses_in_a_row: u32,
+    /// The standby's misses of the peer since the start, in a row or not;
+    /// 0 on the other roles.
     pub peer_misses_total: u64,
+    /// Good egress checks in a row, not capped; 0 on the standby, which
+    /// checks no egress.
     pub egress_good_in_a_row: u32,
+    /// Good egress checks a fail-back needs now, the penalty included.
     pub failback_required: u32,
 }
 
+/// One node's decision machine: it owns its role's clocks, takes
+/// observations and orders with their time, and answers with what to do.
+/// The agent holds one and feeds it from its monitor and its API.
 #[derive(Clone, Debug)]
 pub struct Node {
     role: Role,
@@ -192,10 +229,12 @@ impl Node {
         self
     }
 
+    /// The role it was made for; it never changes.
     pub fn role(&self) -> Role {
         self.role
     }
 
+    /// The clocks' settings it was made with.
     pub fn timing(&self) -> Timing {
         self.timing
     }
@@ -431,6 +470,8 @@ impl Node {
         self.last = Outcome::hold(Evidence::HandedOver);
     }
 
+    /// A copy of the counters and state that `/health`, `/metrics` and
+    /// systemd's `STATUS=` line are rendered from.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             role: self.role,

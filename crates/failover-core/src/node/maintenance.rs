@@ -3,6 +3,7 @@
 //! takes over. The procedure is "on, work, off"; after "off" the primary's
 //! fail-back clock brings the tunnel back within about two fail-back periods.
 
+/// The flag as the node last read it, and when it last flipped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Maintenance {
     on: bool,
@@ -20,6 +21,8 @@ impl Maintenance {
         true
     }
 
+    /// Whether the flag is set: while it is, the connector runs only on an
+    /// operator's order.
     pub fn is_on(&self) -> bool {
         self.on
     }

@@ -22,8 +22,11 @@ const START: [Action; 1] = [Action::StartLocal];
 const STOP: [Action; 1] = [Action::StopLocal];
 
 impl Order {
+    /// Every order, so that the agent finds the one a request path carries.
     pub const ALL: [Order; 3] = [Order::Start, Order::Stop, Order::Handover];
 
+    /// The verb of its `POST /failover/...` path, as the agent's log lines
+    /// spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Order::Start => "start",

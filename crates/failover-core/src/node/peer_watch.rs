@@ -6,6 +6,9 @@ use super::readiness::PeerView;
 use super::timing::Timing;
 use crate::streak::{Streak, Verdict};
 
+/// A connector's readiness over consecutive looks: when it counts as down
+/// and when as serving again. The standby watches its peer with one; a node
+/// with its own tunnel watches its own running connector with another.
 #[derive(Clone, Debug)]
 pub struct PeerWatch {
     streak: Streak,
@@ -28,6 +31,7 @@ impl PeerWatch {
         }
     }
 
+    /// Records one look; it is a miss unless either path saw the peer ready.
     pub fn observe(&mut self, view: &PeerView) {
         let ready = view.is_ready();
         if !ready {
@@ -44,7 +48,7 @@ impl PeerWatch {
     }
 
     /// The peer missed `takeover_after` looks in a row and has not been
-    /// ready since.
+    /// ready for `standdown_after` looks in a row since.
     pub fn peer_is_down(&self) -> bool {
         self.streak.verdict() == Verdict::Down
     }
@@ -54,22 +58,27 @@ impl PeerWatch {
         self.streak.is_up() && self.streak.good_streak() >= self.standdown_after
     }
 
+    /// Misses since the last ready look: the count toward a take-over.
     pub fn misses_in_a_row(&self) -> u32 {
         self.streak.bad_streak()
     }
 
+    /// Ready looks since the last miss: the count toward a stand-down.
     pub fn ready_in_a_row(&self) -> u32 {
         self.streak.good_streak()
     }
 
+    /// Misses since the watch was made, in a row or not, for `/metrics`.
     pub fn misses_total(&self) -> u64 {
         self.misses_total
     }
 
+    /// Misses in a row that make the peer down (at least 1).
     pub fn takeover_after(&self) -> u32 {
         self.takeover_after
     }
 
+    /// Ready looks in a row that make it serve again (at least 1).
     pub fn standdown_after(&self) -> u32 {
         self.standdown_after
     }

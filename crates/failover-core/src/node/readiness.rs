@@ -6,21 +6,39 @@
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Readiness {
     /// 200 with `readyConnections` ≥ 1.
-    Ready { connections: u32 },
+    Ready {
+        /// `readyConnections`: the edge connections the connector holds.
+        connections: u32,
+    },
     /// The connector answered but holds no edge connection (503, or 200 with
     /// zero connections).
-    NotReady { status: u16 },
+    NotReady {
+        /// The HTTP status: cloudflared's 503, a 200 with zero connections,
+        /// or any other non-200 (the agent counts every one as not ready).
+        status: u16,
+    },
     /// Nothing answered in time: refused, reset, timed out.
-    Unreachable { detail: String },
+    Unreachable {
+        /// The client's error, for logs and evidence; never branched on.
+        detail: String,
+    },
     /// Something answered, but not like a connector does.
-    Malformed { detail: String },
+    Malformed {
+        /// What was wrong with the answer, for logs and evidence; never
+        /// branched on.
+        detail: String,
+    },
 }
 
 impl Readiness {
+    /// Whether the connector holds an edge connection: the one answer that
+    /// counts as serving.
     pub fn is_ready(&self) -> bool {
         matches!(self, Readiness::Ready { .. })
     }
 
+    /// One phrase with the count, the status or the detail, for logs and
+    /// evidence.
     pub fn describe(&self) -> String {
         match self {
             Readiness::Ready { connections } => {
@@ -40,11 +58,15 @@ impl Readiness {
 /// configured.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerView {
+    /// Through the peer agent's `/connector/ready`; always asked.
     pub via_agent: Readiness,
+    /// The peer connector's own `/ready`, asked only when
+    /// `peer.connector_ready_url` is configured.
     pub direct: Option<Readiness>,
 }
 
 impl PeerView {
+    /// A look through the relay alone (no `peer.connector_ready_url`).
     pub fn relayed(via_agent: Readiness) -> Self {
         PeerView {
             via_agent,
@@ -52,10 +74,12 @@ impl PeerView {
         }
     }
 
+    /// Whether the peer serves: either path saw it ready.
     pub fn is_ready(&self) -> bool {
         self.via_agent.is_ready() || self.direct.as_ref().is_some_and(Readiness::is_ready)
     }
 
+    /// Both paths' answers in one line, for logs and evidence.
     pub fn describe(&self) -> String {
         match &self.direct {
             None => format!("via agent: {}", self.via_agent.describe()),

@@ -40,7 +40,9 @@ struct Clock {
 }
 
 /// A fixed-rate clock per check; a late turn does not make up for the
-/// missed ticks (tokio's `MissedTickBehavior::Delay`).
+/// missed ticks. A turn late by less than an interval keeps the check on
+/// its grid; a later one restarts it one interval from now, as tokio's
+/// `MissedTickBehavior::Delay` does.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Schedule {
     clocks: [Option<Clock>; 4],

@@ -12,6 +12,8 @@ pub enum Topology {
 }
 
 impl Topology {
+    /// The config's `topology` value, as `/health` and the metrics'
+    /// `topology` label spell it too.
     pub fn as_str(self) -> &'static str {
         match self {
             Topology::SharedTunnel => "shared-tunnel",
