@@ -7,6 +7,7 @@
 //! Only works on a custom domain (the Cache API is a no-op on workers.dev).
 
 use std::rc::Rc;
+use std::time::Duration;
 
 use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
@@ -18,8 +19,8 @@ use crate::{clock, log};
 
 /// How long a shared verdict stays in the cache and is trusted: two probe
 /// intervals. By then the isolates that adopted it have probed for themselves.
-pub fn max_age_ms(isolate: &Isolate) -> u64 {
-    isolate.config.health_interval_ms.saturating_mul(2)
+pub fn max_age(isolate: &Isolate) -> Duration {
+    Duration::from_millis(isolate.config.health_interval_ms.saturating_mul(2))
 }
 
 /// Reads every origin's colo verdict if the read is due, adopting the fresh
@@ -32,7 +33,7 @@ pub async fn refresh(isolate: &Isolate, now_ms: u64) {
     let keys = isolate.colo_keys();
     let reads = keys.iter().map(|key| read(&cache, key));
     let verdicts = join_all(reads).await;
-    let max_age = max_age_ms(isolate);
+    let max_age = max_age(isolate);
     for (origin, verdict) in verdicts.into_iter().enumerate() {
         if let Some(verdict) = verdict {
             isolate.adopt(origin, verdict, Source::Colo, max_age);
@@ -69,7 +70,9 @@ pub async fn write(isolate: &Isolate, origin: usize) {
         return;
     };
     let headers = Headers::new();
-    let ttl_s = max_age_ms(isolate).div_ceil(1000).max(1);
+    let ttl_s = failover_core::edge::time::millis(max_age(isolate))
+        .div_ceil(1000)
+        .max(1);
     if headers
         .set("cache-control", &format!("max-age={ttl_s}"))
         .is_err()

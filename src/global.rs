@@ -26,8 +26,8 @@ const STORAGE_KEY: &str = "verdicts";
 const CHECKER_URL: &str = "https://health-checker.internal/verdicts";
 
 /// How long the checker's verdicts are trusted: three missed alarms.
-fn max_age_ms(config: &WorkerConfig) -> u64 {
-    config.health_interval_ms.saturating_mul(3)
+fn max_age(config: &WorkerConfig) -> Duration {
+    Duration::from_millis(config.health_interval_ms.saturating_mul(3))
 }
 
 /// Asks the checker for its verdicts if the consultation is due; never on
@@ -60,7 +60,7 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
 }
 
 fn adopt_all(isolate: &Isolate, text: &str) {
-    let max_age = max_age_ms(&isolate.config);
+    let max_age = max_age(&isolate.config);
     for (name, verdict) in decode_map(text) {
         if let Some(origin) = isolate.config.origins.iter().position(|o| o.name == name) {
             isolate.adopt(origin, verdict, Source::Global, max_age);
@@ -162,7 +162,7 @@ impl HealthChecker {
             config.origins.len(),
             config.health_rise,
             config.health_fall,
-            config.health_interval_ms,
+            Duration::from_millis(config.health_interval_ms),
         );
         // Verdicts survive the object being evicted between alarms.
         let stored: Option<String> = self.state.storage().get(STORAGE_KEY).await.ok().flatten();
@@ -170,7 +170,13 @@ impl HealthChecker {
         if let Some(stored) = stored {
             for (name, verdict) in decode_map(&stored) {
                 if let Some(i) = config.origins.iter().position(|o| o.name == name) {
-                    health.adopt(i, verdict, Source::Global, verdict.confirmed_ms, u64::MAX);
+                    health.adopt(
+                        i,
+                        verdict,
+                        Source::Global,
+                        verdict.confirmed_ms,
+                        Duration::MAX,
+                    );
                     confirmed_ms = confirmed_ms.max(verdict.confirmed_ms);
                 }
             }

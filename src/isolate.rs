@@ -7,6 +7,7 @@
 
 use std::cell::{Ref, RefCell, RefMut};
 use std::rc::Rc;
+use std::time::Duration;
 
 use failover_core::edge::budget::ReplayBudget;
 use failover_core::edge::config::WorkerConfig;
@@ -51,13 +52,13 @@ impl Isolate {
     /// Offers a shared verdict to the health map, logging a flip it causes.
     /// The fast path's latest answer from the origin counts as evidence
     /// against it, like the full path's.
-    pub fn adopt(&self, origin: usize, verdict: SharedVerdict, source: Source, max_age_ms: u64) {
+    pub fn adopt(&self, origin: usize, verdict: SharedVerdict, source: Source, max_age: Duration) {
         let seen = js_bridge::fast_evidence(origin);
         let change = self.change_health(|health| {
             if seen.is_finite() && seen > 0.0 {
                 health.record_success(origin, seen as u64);
             }
-            health.adopt(origin, verdict, source, clock::now_ms(), max_age_ms)
+            health.adopt(origin, verdict, source, clock::now_ms(), max_age)
         });
         if let Some(change) = change {
             log::line(&report::health_change(&self.config, &change));

@@ -6,8 +6,11 @@
 //! isolates or the global checker are adopted only when they are fresher than
 //! anything this isolate saw itself.
 
+use std::time::Duration;
+
 use crate::edge::classify::Failure;
 use crate::edge::shared::{SharedVerdict, Source};
+use crate::edge::time::{after, millis};
 use crate::streak::{Streak, Verdict};
 
 /// One flip of an origin's verdict, for the log.
@@ -104,7 +107,7 @@ pub const CONFIRM_EVERY_MS: u64 = 1_000;
 #[derive(Clone, Debug)]
 pub struct HealthMap {
     origins: Vec<OriginHealth>,
-    probe_interval_ms: u64,
+    probe_interval: Duration,
 }
 
 impl HealthMap {
@@ -112,7 +115,7 @@ impl HealthMap {
     /// otherwise, and the first failure costs one attempt at most. `fall` is
     /// 1 for the Worker (one failed attempt is enough); the global checker,
     /// which only probes, may ask for more.
-    pub fn new(origin_count: usize, rise: u32, fall: u32, probe_interval_ms: u64) -> HealthMap {
+    pub fn new(origin_count: usize, rise: u32, fall: u32, probe_interval: Duration) -> HealthMap {
         let fresh = OriginHealth {
             streak: Streak::new(Verdict::Up, rise, fall),
             last_error: None,
@@ -128,7 +131,7 @@ impl HealthMap {
         };
         HealthMap {
             origins: vec![fresh; origin_count],
-            probe_interval_ms,
+            probe_interval,
         }
     }
 
@@ -167,14 +170,14 @@ impl HealthMap {
         failure: Failure,
         now_ms: u64,
     ) -> Option<Transition> {
-        let interval = self.probe_interval_ms;
+        let interval = self.probe_interval;
         let entry = self.origins.get_mut(origin)?;
         entry.last_error = Some(failure);
         entry.last_evidence_ms = entry.last_evidence_ms.max(now_ms);
         let flipped = entry.streak.observe(false)?;
         entry.last_change_ms = Some(now_ms);
         entry.last_source = Source::Local;
-        entry.next_probe_ms = now_ms.saturating_add(interval);
+        entry.next_probe_ms = after(now_ms, interval);
         Some(Transition {
             origin,
             from: Verdict::Up,
@@ -197,12 +200,12 @@ impl HealthMap {
     /// probed, so concurrent requests in the isolate do not probe them again;
     /// every one must be answered with `record_probe`.
     pub fn take_due_probes(&mut self, now_ms: u64) -> Vec<usize> {
-        let interval = self.probe_interval_ms;
+        let interval = self.probe_interval;
         let mut due = Vec::new();
         for (i, entry) in self.origins.iter_mut().enumerate() {
             if entry.probe_due(now_ms) {
                 entry.probe_started_ms = Some(now_ms);
-                entry.next_probe_ms = now_ms.saturating_add(interval);
+                entry.next_probe_ms = after(now_ms, interval);
                 due.push(i);
             }
         }
@@ -234,7 +237,7 @@ impl HealthMap {
         result: Option<Failure>,
         now_ms: u64,
     ) -> Option<Transition> {
-        let interval = self.probe_interval_ms;
+        let interval = self.probe_interval;
         let entry = self.origins.get_mut(origin)?;
         entry.probe_started_ms = None;
         entry.last_evidence_ms = entry.last_evidence_ms.max(now_ms);
@@ -245,7 +248,7 @@ impl HealthMap {
         let flipped = entry.streak.observe(result.is_none())?;
         entry.last_change_ms = Some(now_ms);
         entry.last_source = Source::Local;
-        entry.next_probe_ms = now_ms.saturating_add(interval);
+        entry.next_probe_ms = after(now_ms, interval);
         let reason = match result {
             None => format!("{} good probes", entry.streak.good_streak()),
             Some(failure) => failure.label(),
@@ -306,7 +309,7 @@ impl HealthMap {
 
     /// Considers a verdict shared by another isolate (`Colo`) or the global
     /// checker (`Global`). It is adopted only when it still holds (confirmed
-    /// within `max_age_ms`) and is news: it flipped after the last evidence
+    /// within `max_age`) and is news: it flipped after the last evidence
     /// this map has of its own. A live answer always beats a hint.
     pub fn adopt(
         &mut self,
@@ -314,9 +317,9 @@ impl HealthMap {
         shared: SharedVerdict,
         source: Source,
         now_ms: u64,
-        max_age_ms: u64,
+        max_age: Duration,
     ) -> Option<Transition> {
-        let interval = self.probe_interval_ms;
+        let interval = self.probe_interval;
         let entry = self.origins.get_mut(origin)?;
         match source {
             Source::Colo => entry.colo = Some(shared),
@@ -324,8 +327,8 @@ impl HealthMap {
             Source::Local => return None,
         }
         // Future-dated entries (a skewed publisher) are as untrustworthy as stale ones.
-        let holds = now_ms.saturating_sub(shared.confirmed_ms) <= max_age_ms
-            && shared.confirmed_ms <= now_ms.saturating_add(max_age_ms);
+        let holds = now_ms.saturating_sub(shared.confirmed_ms) <= millis(max_age)
+            && shared.confirmed_ms <= after(now_ms, max_age);
         if !holds || shared.since_ms <= entry.last_evidence_ms {
             return None;
         }
@@ -338,7 +341,7 @@ impl HealthMap {
         entry.last_change_ms = Some(shared.since_ms);
         entry.last_source = source;
         // An adopted "down" is probed here too, on the usual schedule.
-        entry.next_probe_ms = now_ms.saturating_add(interval);
+        entry.next_probe_ms = after(now_ms, interval);
         Some(Transition {
             origin,
             from,
@@ -403,16 +406,18 @@ mod tests {
     use proptest::prelude::*;
 
     const INTERVAL: u64 = 15_000;
+    const EVERY: Duration = Duration::from_millis(INTERVAL);
+    const AGE: Duration = Duration::from_secs(30);
 
     #[test]
     fn an_answer_after_an_adopted_down_undoes_it_and_an_older_one_does_not() {
-        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, EVERY);
         let shared = SharedVerdict {
             verdict: Verdict::Down,
             since_ms: 1_000,
             confirmed_ms: 1_000,
         };
-        assert!(map.adopt(0, shared, Source::Colo, 1_100, 30_000).is_some());
+        assert!(map.adopt(0, shared, Source::Colo, 1_100, AGE).is_some());
         assert!(map.down_by_shared_verdict(0));
         assert_eq!(
             map.answered_after_shared(0, 900),
@@ -433,14 +438,14 @@ mod tests {
 
     #[test]
     fn cold_isolate_trusts_every_origin() {
-        let map = HealthMap::new(3, 2, 1, INTERVAL);
+        let map = HealthMap::new(3, 2, 1, EVERY);
         assert_eq!(map.attempt_order(), vec![0, 1, 2]);
         assert!(!map.probe_due(0));
     }
 
     #[test]
     fn one_failure_marks_down_and_reorders() {
-        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, EVERY);
         let t = map
             .record_failure(0, Failure::Timeout, 1_000)
             .expect("flips");
@@ -459,7 +464,7 @@ mod tests {
 
     #[test]
     fn all_down_keeps_priority_order() {
-        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, EVERY);
         map.record_failure(1, Failure::Network, 0);
         map.record_failure(0, Failure::Network, 0);
         assert_eq!(map.attempt_order(), vec![0, 1]);
@@ -467,7 +472,7 @@ mod tests {
 
     #[test]
     fn probes_wait_an_interval_and_do_not_overlap() {
-        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, EVERY);
         map.record_failure(0, Failure::Status(530), 1_000);
         assert!(map.take_due_probes(1_000 + INTERVAL - 1).is_empty());
         assert!(map.probe_due(1_000 + INTERVAL));
@@ -486,7 +491,7 @@ mod tests {
 
     #[test]
     fn rise_good_probes_bring_it_back() {
-        let mut map = HealthMap::new(2, 3, 1, INTERVAL);
+        let mut map = HealthMap::new(2, 3, 1, EVERY);
         map.record_failure(0, Failure::Timeout, 0);
         assert_eq!(map.record_probe(0, None, 1), None);
         assert_eq!(map.record_probe(0, None, 2), None);
@@ -503,7 +508,7 @@ mod tests {
 
     #[test]
     fn a_bad_probe_restarts_the_count() {
-        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, EVERY);
         map.record_failure(0, Failure::Timeout, 0);
         map.record_probe(0, None, 1);
         map.record_probe(0, Some(Failure::Status(502)), 2);
@@ -513,7 +518,7 @@ mod tests {
 
     #[test]
     fn unknown_origin_is_ignored() {
-        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, EVERY);
         assert_eq!(map.record_failure(5, Failure::Timeout, 0), None);
         assert_eq!(map.record_probe(5, None, 0), None);
     }
@@ -528,9 +533,9 @@ mod tests {
 
     #[test]
     fn adopts_a_fresh_colo_down_and_probes_it() {
-        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, EVERY);
         let t = map
-            .adopt(0, shared(Verdict::Down, 900), Source::Colo, 1_000, 30_000)
+            .adopt(0, shared(Verdict::Down, 900), Source::Colo, 1_000, AGE)
             .expect("adopted");
         assert_eq!(
             (t.to, t.source, t.reason.as_str()),
@@ -546,15 +551,9 @@ mod tests {
 
     #[test]
     fn stale_or_future_verdicts_are_ignored_but_shown() {
-        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, EVERY);
         assert_eq!(
-            map.adopt(
-                0,
-                shared(Verdict::Down, 1_000),
-                Source::Colo,
-                40_000,
-                30_000
-            ),
+            map.adopt(0, shared(Verdict::Down, 1_000), Source::Colo, 40_000, AGE),
             None
         );
         assert_eq!(
@@ -563,7 +562,7 @@ mod tests {
                 shared(Verdict::Down, 90_000),
                 Source::Global,
                 40_000,
-                30_000
+                AGE
             ),
             None
         );
@@ -576,29 +575,29 @@ mod tests {
 
     #[test]
     fn local_evidence_beats_an_older_hint() {
-        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, EVERY);
         map.record_failure(0, Failure::Timeout, 5_000);
         // Another isolate said "up" before our own failure: ignored.
         assert_eq!(
-            map.adopt(0, shared(Verdict::Up, 4_000), Source::Colo, 6_000, 30_000),
+            map.adopt(0, shared(Verdict::Up, 4_000), Source::Colo, 6_000, AGE),
             None
         );
         assert!(!map.is_up(0));
         // A newer "up" (someone's probes succeeded since) is adopted.
         let t = map
-            .adopt(0, shared(Verdict::Up, 5_500), Source::Colo, 6_000, 30_000)
+            .adopt(0, shared(Verdict::Up, 5_500), Source::Colo, 6_000, AGE)
             .expect("adopted");
         assert_eq!((t.from, t.to), (Verdict::Down, Verdict::Up));
         // The same entry read again changes nothing.
         assert_eq!(
-            map.adopt(0, shared(Verdict::Up, 5_500), Source::Colo, 6_100, 30_000),
+            map.adopt(0, shared(Verdict::Up, 5_500), Source::Colo, 6_100, AGE),
             None
         );
     }
 
     #[test]
     fn an_old_verdict_reconfirmed_is_not_news() {
-        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, EVERY);
         map.record_failure(0, Failure::Timeout, 5_000);
         // The global checker has said "up" since before our failure, and
         // keeps confirming it: our own evidence wins until our probes agree.
@@ -608,7 +607,7 @@ mod tests {
             confirmed_ms: 5_900,
         };
         assert_eq!(
-            map.adopt(0, up_since_long_ago, Source::Global, 6_000, 30_000),
+            map.adopt(0, up_since_long_ago, Source::Global, 6_000, AGE),
             None
         );
         assert!(!map.is_up(0));
@@ -616,14 +615,14 @@ mod tests {
 
     #[test]
     fn a_long_standing_down_is_adopted_by_a_cold_isolate() {
-        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, EVERY);
         let down_for_an_hour = SharedVerdict {
             verdict: Verdict::Down,
             since_ms: 1_000,
             confirmed_ms: 3_600_000,
         };
         assert!(map
-            .adopt(0, down_for_an_hour, Source::Colo, 3_610_000, 30_000)
+            .adopt(0, down_for_an_hour, Source::Colo, 3_610_000, AGE)
             .is_some());
         assert_eq!(map.attempt_order(), vec![1, 0]);
         let shared = map.verdict_to_share(0, 3_620_000).expect("origin 0");
@@ -635,15 +634,15 @@ mod tests {
 
     #[test]
     fn a_live_answer_beats_an_older_shared_down() {
-        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, EVERY);
         map.record_success(0, 5_000);
         assert_eq!(
-            map.adopt(0, shared(Verdict::Down, 4_000), Source::Colo, 5_100, 30_000),
+            map.adopt(0, shared(Verdict::Down, 4_000), Source::Colo, 5_100, AGE),
             None
         );
         assert!(map.is_up(0));
         let t = map
-            .adopt(0, shared(Verdict::Down, 5_050), Source::Colo, 5_100, 30_000)
+            .adopt(0, shared(Verdict::Down, 5_050), Source::Colo, 5_100, AGE)
             .expect("newer");
         assert_eq!(t.to, Verdict::Down);
         assert_eq!(map.origins()[0].last_source(), Source::Colo);
@@ -651,7 +650,7 @@ mod tests {
 
     #[test]
     fn a_lost_probe_is_retried() {
-        let mut map = HealthMap::new(1, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 1, EVERY);
         map.record_failure(0, Failure::Timeout, 0);
         assert_eq!(map.take_due_probes(INTERVAL), vec![0]);
         // Its task was cancelled: no record_probe ever comes.
@@ -661,7 +660,7 @@ mod tests {
 
     #[test]
     fn global_checker_uses_fall() {
-        let mut map = HealthMap::new(1, 2, 2, INTERVAL);
+        let mut map = HealthMap::new(1, 2, 2, EVERY);
         assert_eq!(map.record_probe(0, Some(Failure::Timeout), 1), None);
         let t = map
             .record_probe(0, Some(Failure::Timeout), 2)
@@ -671,7 +670,7 @@ mod tests {
 
     #[test]
     fn next_probe_follows_failures_and_probes_in_flight() {
-        let mut map = HealthMap::new(2, 2, 1, INTERVAL);
+        let mut map = HealthMap::new(2, 2, 1, EVERY);
         assert_eq!(map.next_probe_ms(), None, "all up: no probe will be due");
         map.record_failure(1, Failure::Timeout, 1_000);
         assert_eq!(map.next_probe_ms(), Some(1_000 + INTERVAL));
@@ -692,7 +691,7 @@ mod tests {
         fn attempt_order_is_a_prioritised_permutation(
             events in proptest::collection::vec((0usize..4, any::<bool>(), any::<bool>()), 0..200)
         ) {
-            let mut map = HealthMap::new(4, 2, 1, 10);
+            let mut map = HealthMap::new(4, 2, 1, Duration::from_millis(10));
             for (step, (origin, is_probe, good)) in events.into_iter().enumerate() {
                 let now = step as u64 * 7;
                 if is_probe {
@@ -717,7 +716,7 @@ mod tests {
         fn next_probe_is_when_a_probe_turns_due(
             events in proptest::collection::vec((0usize..3, 0u8..3, 0u64..40_000), 0..60)
         ) {
-            let mut map = HealthMap::new(3, 2, 1, 10_000);
+            let mut map = HealthMap::new(3, 2, 1, Duration::from_millis(10_000));
             let mut now = 0;
             for (origin, op, gap) in events {
                 now += gap;
@@ -743,7 +742,7 @@ mod tests {
         /// since its last failure.
         #[test]
         fn no_fail_back_before_rise(results in proptest::collection::vec(any::<bool>(), 0..100), rise in 1u32..5) {
-            let mut map = HealthMap::new(1, rise, 1, 10);
+            let mut map = HealthMap::new(1, rise, 1, Duration::from_millis(10));
             map.record_failure(0, Failure::Timeout, 0);
             let mut good_in_a_row = 0;
             for (step, good) in results.into_iter().enumerate() {

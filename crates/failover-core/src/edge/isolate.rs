@@ -9,11 +9,13 @@
 //! clocks and answers `next_due_ms`; the shell (src/isolate.rs) holds it in
 //! a `RefCell`, never across an `.await`, and carries out what it says.
 
+use std::time::Duration;
+
 use crate::edge::affinity;
 use crate::edge::budget::ReplayBudget;
 use crate::edge::config::WorkerConfig;
 use crate::edge::health::HealthMap;
-use crate::edge::shared::{colo_key, colo_read_every_ms, Cadence};
+use crate::edge::shared::{colo_key, colo_read_every, Cadence};
 
 /// What one isolate knows between requests. The config itself stays with
 /// the shell (it is read across awaits); what is derived from it once
@@ -58,17 +60,13 @@ impl Isolate {
     /// A fresh isolate for `config`: every origin presumed up (one failed
     /// client attempt marks one down), nothing read or consulted yet.
     pub fn new(config: &WorkerConfig) -> Isolate {
+        let interval = Duration::from_millis(config.health_interval_ms);
         Isolate {
-            health: HealthMap::new(
-                config.origins.len(),
-                config.health_rise,
-                1,
-                config.health_interval_ms,
-            ),
+            health: HealthMap::new(config.origins.len(), config.health_rise, 1, interval),
             colo_reads: config
                 .colo_health
-                .then(|| Cadence::new(colo_read_every_ms(config.health_interval_ms))),
-            global_reads: Cadence::new(config.health_interval_ms),
+                .then(|| Cadence::new(colo_read_every(interval))),
+            global_reads: Cadence::new(interval),
             budget: ReplayBudget::new(config.replay_buffer_budget_bytes),
             tokens: affinity::tokens(&config.origins),
             colo_keys: config.origins.iter().map(colo_key).collect(),

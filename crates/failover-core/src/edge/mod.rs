@@ -2,6 +2,8 @@
 //! to carry out. Clock-free: every input carries its own timestamp in ms.
 //!
 //! Layout, in the order a request meets them:
+//! - [`time`]: instants are `u64` ms, spans are `Duration`; a leaf every
+//!   module with a clock uses.
 //! - [`config`]: the `[vars]`, validated once: the settings
 //!   ([`config::vars`]), the origins ([`config::origins`]) with their
 //!   URLs ([`config::urls`]) and Access tokens ([`config::access`]).
@@ -45,5 +47,6 @@ pub mod route;
 pub mod shared;
 pub mod steering;
 pub mod target;
+pub mod time;
 
 pub use isolate::Isolate;

@@ -9,7 +9,10 @@
 //! `name state since confirmed` line per origin.
 
 use crate::edge::config::Origin;
+use std::time::Duration;
+
 use crate::edge::fnv::{fmix64, fnv1a64, FNV64_OFFSET};
+use crate::edge::time::{after, millis};
 use crate::streak::Verdict;
 
 /// The Cache API key of an origin's colo verdict. Isolates of every Worker
@@ -133,24 +136,24 @@ pub fn decode_map(text: &str) -> Vec<(&str, SharedVerdict)> {
 
 /// How far apart an isolate reads the colo's shared verdicts, at most: 250
 /// ms, or the probe interval when that is shorter.
-pub fn colo_read_every_ms(health_interval_ms: u64) -> u64 {
-    const READ_EVERY_MS: u64 = 250;
-    READ_EVERY_MS.min(health_interval_ms)
+pub fn colo_read_every(health_interval: Duration) -> Duration {
+    const READ_EVERY: Duration = Duration::from_millis(250);
+    READ_EVERY.min(health_interval)
 }
 
 /// A "do this at most once per period" timer, for cache reads and checker
 /// consultations that must not run on every request.
 #[derive(Clone, Debug)]
 pub struct Cadence {
-    every_ms: u64,
+    every: Duration,
     last_ms: Option<u64>,
 }
 
 impl Cadence {
-    /// A period of `every_ms`, due at once (never taken yet).
-    pub fn new(every_ms: u64) -> Cadence {
+    /// A period of `every`, due at once (never taken yet).
+    pub fn new(every: Duration) -> Cadence {
         Cadence {
-            every_ms,
+            every,
             last_ms: None,
         }
     }
@@ -158,13 +161,12 @@ impl Cadence {
     /// True when the period has passed, without restarting it.
     pub fn is_due(&self, now_ms: u64) -> bool {
         self.last_ms
-            .is_none_or(|last| now_ms.saturating_sub(last) >= self.every_ms)
+            .is_none_or(|last| now_ms.saturating_sub(last) >= millis(self.every))
     }
 
     /// When `is_due` turns true: 0 if it has never been taken.
     pub fn next_due_ms(&self) -> u64 {
-        self.last_ms
-            .map_or(0, |last| last.saturating_add(self.every_ms))
+        self.last_ms.map_or(0, |last| after(last, self.every))
     }
 
     /// True (and the period restarts) when the period has passed.
@@ -245,7 +247,7 @@ mod tests {
 
     #[test]
     fn cadence() {
-        let mut c = Cadence::new(1000);
+        let mut c = Cadence::new(Duration::from_millis(1000));
         assert!(c.is_due(50));
         assert!(c.take(50));
         assert!(!c.is_due(1049));
@@ -257,7 +259,7 @@ mod tests {
 
     #[test]
     fn next_due_is_when_is_due_turns_true() {
-        let mut c = Cadence::new(250);
+        let mut c = Cadence::new(Duration::from_millis(250));
         assert_eq!(c.next_due_ms(), 0, "never taken: due at once");
         assert!(c.take(1_000));
         assert_eq!(c.next_due_ms(), 1_250);

@@ -291,7 +291,7 @@ mod tests {
         use crate::edge::classify::Failure;
         use crate::edge::health::HealthMap;
         for down in 0u8..16 {
-            let mut map = HealthMap::new(4, 2, 1, 1000);
+            let mut map = HealthMap::new(4, 2, 1, std::time::Duration::from_secs(1));
             for i in 0..4 {
                 if down & (1 << i) != 0 {
                     map.record_failure(i, Failure::Timeout, 0);

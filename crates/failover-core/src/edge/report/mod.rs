@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn status_document() {
         let c = config();
-        let mut h = HealthMap::new(2, 2, 1, 1000);
+        let mut h = HealthMap::new(2, 2, 1, std::time::Duration::from_secs(1));
         h.record_failure(0, Failure::Status(530), 42);
         let doc: Value = serde_json::from_str(&status(
             &c,
@@ -226,7 +226,7 @@ mod tests {
             },
             Source::Global,
             50,
-            1000,
+            std::time::Duration::from_secs(1),
         );
         let doc: Value = serde_json::from_str(&status(
             &c,
@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn the_page_shows_what_the_document_does_and_no_more() {
         let c = config();
-        let mut h = HealthMap::new(2, 2, 1, 1000);
+        let mut h = HealthMap::new(2, 2, 1, std::time::Duration::from_secs(1));
         h.record_failure(0, Failure::Refused, 42);
         let build = BuildInfo {
             version: "1.2.3",
@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn log_lines_are_json() {
         let c = config();
-        let mut h = HealthMap::new(2, 2, 1, 1000);
+        let mut h = HealthMap::new(2, 2, 1, std::time::Duration::from_secs(1));
         let t = h.record_failure(1, Failure::Timeout, 1).expect("flip");
         let line: Value = serde_json::from_str(&health_change(&c, &t)).expect("json");
         assert_eq!(
