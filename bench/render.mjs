@@ -14,6 +14,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { COMPAT_DATE } from "../scripts/compat-date.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -44,7 +45,7 @@ const { values: opt } = parseArgs({
     "attempt-timeout-ms": { type: "string", default: "300" },
     "health-interval-ms": { type: "string", default: "1000" },
     "health-rise": { type: "string", default: "2" },
-    "compat-date": { type: "string", default: "2026-08-01" },
+    "compat-date": { type: "string", default: COMPAT_DATE },
   },
 });
 

@@ -9,6 +9,7 @@ import path from "node:path";
 import { spawn, execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
+import { COMPAT_DATE } from "./compat-date.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const interactive = process.stdin.isTTY;
@@ -115,7 +116,7 @@ fs.writeFileSync(
   `# written by scripts/demo.mjs
 name = "tunnel-failover-demo"
 main = "${path.join(root, "build", "index.js")}"
-compatibility_date = "2026-08-01"
+compatibility_date = "${COMPAT_DATE}"
 
 [vars]
 ORIGINS = '[{"name":"primary","url":"http://127.0.0.1:${primaryPort}","health_path":"/health"},{"name":"replica","url":"http://127.0.0.1:${replicaPort}","health_path":"/health"}]'

@@ -11,11 +11,15 @@ use std::time::Duration;
 
 use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
-use futures_util::future::join_all;
-use worker::{Cache, Context, Headers, Response};
+use worker::wasm_bindgen::JsValue;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::{js_sys, Cache, Context, Headers, Response};
 
 use crate::isolate::Isolate;
-use crate::{clock, log};
+use crate::{clock, js_bridge, log};
+
+/// The header a colo entry carries its verdict in (src/js/colo.mjs reads it).
+const VERDICT_HEADER: &str = "x-tunnel-failover-verdict";
 
 /// How long a shared verdict stays in the cache and is trusted: two probe
 /// intervals. By then the isolates that adopted it have probed for themselves.
@@ -29,22 +33,24 @@ pub async fn refresh(isolate: &Isolate, now_ms: u64) {
     if !isolate.take_colo_read(now_ms) {
         return;
     }
-    let cache = Cache::default();
-    let keys = isolate.colo_keys();
-    let reads = keys.iter().map(|key| read(&cache, key));
-    let verdicts = join_all(reads).await;
+    let keys: js_sys::Array = isolate
+        .colo_keys()
+        .iter()
+        .map(|key| JsValue::from_str(key))
+        .collect();
+    let Ok(read) = JsFuture::from(js_bridge::colo_read_js(&keys)).await else {
+        return;
+    };
+    let verdicts = js_sys::Array::from(&read);
     let max_age = max_age(isolate);
-    for (origin, verdict) in verdicts.into_iter().enumerate() {
+    for (origin, verdict) in verdicts.iter().enumerate() {
+        let verdict = verdict
+            .as_string()
+            .and_then(|text| SharedVerdict::decode(&text));
         if let Some(verdict) = verdict {
             isolate.adopt(origin, verdict, Source::Colo, max_age);
         }
     }
-}
-
-async fn read(cache: &Cache, key: &str) -> Option<SharedVerdict> {
-    let mut res = cache.get(key, true).await.ok()??;
-    let text = res.text().await.ok()?;
-    SharedVerdict::decode(&text)
 }
 
 /// Shares what this isolate found about an origin, without delaying the
@@ -73,13 +79,17 @@ pub async fn write(isolate: &Isolate, origin: usize) {
     let ttl_s = failover_core::edge::time::millis(max_age(isolate))
         .div_ceil(1000)
         .max(1);
+    let encoded = verdict.encode();
+    // The verdict rides in a header (what colo_read_js reads, no body
+    // stream) and in the body (for a person looking at the entry).
     if headers
         .set("cache-control", &format!("max-age={ttl_s}"))
+        .and_then(|()| headers.set(VERDICT_HEADER, &encoded))
         .is_err()
     {
         return;
     }
-    let Ok(res) = Response::ok(verdict.encode()).map(|r| r.with_headers(headers)) else {
+    let Ok(res) = Response::ok(encoded).map(|r| r.with_headers(headers)) else {
         return;
     };
     if let Err(e) = Cache::default().put(key.as_str(), res).await {

@@ -46,7 +46,12 @@ impl Isolate {
     /// Records an answer from `origin` as evidence. It changes no verdict,
     /// so the fast path's lease stands.
     pub fn answered(&self, origin: usize, now_ms: u64) {
-        self.change_health(|h| h.record_success(origin, now_ms));
+        self.state.borrow_mut().record_answer(origin, now_ms);
+    }
+
+    /// Whether a colo read is due (without taking it).
+    pub fn colo_read_due(&self, now_ms: u64) -> bool {
+        self.state.borrow().colo_read_due(now_ms)
     }
 
     /// Offers a shared verdict to the health map, logging a flip it causes.

@@ -1,6 +1,6 @@
 //! Every JS function the Rust shell imports, in one leaf module: the lease
-//! (src/js/lease.mjs), silence (src/js/silence.mjs) and the attempt
-//! (src/js/attempt.mjs). Nothing here
+//! (src/js/lease.mjs), silence (src/js/silence.mjs), the attempt
+//! (src/js/attempt.mjs) and the colo read (src/js/colo.mjs). Nothing here
 //! depends on the rest of the shell.
 
 use worker::wasm_bindgen::prelude::wasm_bindgen;
@@ -14,6 +14,12 @@ extern "C" {
     /// When the fast path last got an answer from `origin` (ms, 0 if never):
     /// evidence that the health map pulls before adopting a shared verdict.
     pub fn fast_evidence(origin: usize) -> f64;
+}
+
+#[wasm_bindgen(module = "/src/js/colo.mjs")]
+extern "C" {
+    /// Every key's colo verdict (text, or null), in one crossing.
+    pub fn colo_read_js(keys: &js_sys::Array) -> js_sys::Promise;
 }
 
 #[wasm_bindgen(module = "/src/js/silence.mjs")]

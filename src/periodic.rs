@@ -19,6 +19,9 @@ pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
     let now = clock::now_ms();
     global::consult_if_due(ctx, env, isolate, now);
     probe::start_due(ctx, isolate, now);
+    if !isolate.colo_read_due(now) {
+        return;
+    }
     if isolate.any_up() {
         let isolate = Rc::clone(isolate);
         ctx.wait_until(async move { colo::refresh(&isolate, now).await });

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startOrigin } from "./support/origin.mjs";
-import { startIsolates, originsVar, eventually, sleep } from "./support/worker.mjs";
+import { COMPAT_DATE, startIsolates, originsVar, eventually, sleep } from "./support/worker.mjs";
 
 const token = "t0ken";
 async function status(isolates, name) {
@@ -221,7 +221,7 @@ test("global: a failing checker never stops the Worker from serving", async () =
     modules: true,
     script: `export class Broken { fetch() { throw new Error("checker exploded"); } }
              export default { fetch() { return new Response("unused"); } }`,
-    compatibilityDate: "2026-08-01",
+    compatibilityDate: COMPAT_DATE,
   };
   const isolates = await startIsolates(
     [{ name: "a", bindings, durableObjects: { HEALTH_CHECKER: { className: "Broken", scriptName: "broken" } } }],

@@ -123,9 +123,6 @@ export function served_by_js(res, origin, failedOver) {
   return out;
 }
 
-// What ends a URL's authority, as a WHATWG parser reads http(s) URLs.
-const AUTHORITY_END = "/?#\\";
-
 // The headers an attempt carries (both paths; Rust through
 // src/js_bridge.rs): a copy of the client's, with X-Forwarded-Host (the
 // host the client asked for, its port included) and X-Forwarded-Proto
@@ -138,11 +135,14 @@ export function forward_headers(client, requestUrl, accessId, accessSecret) {
   const headers = new Headers(client);
   const scheme = requestUrl.indexOf("://");
   if (scheme > 0) {
-    let end = scheme + 3;
-    while (end < requestUrl.length && !AUTHORITY_END.includes(requestUrl[end])) end++;
-    const authority = requestUrl.slice(scheme + 3, end);
-    headers.set("x-forwarded-host", authority.slice(authority.lastIndexOf("@") + 1));
-    headers.set("x-forwarded-proto", requestUrl.slice(0, scheme).toLowerCase());
+    // request.url is as the runtime serialized it, always with a path: the
+    // first "/" after the scheme ends the authority (lease.mjs relies on the
+    // same), and a "@" before it ends any userinfo.
+    let end = requestUrl.indexOf("/", scheme + 3);
+    if (end < 0) end = requestUrl.length;
+    const at = requestUrl.lastIndexOf("@", end);
+    headers.set("x-forwarded-host", requestUrl.slice(at > scheme ? at + 1 : scheme + 3, end));
+    headers.set("x-forwarded-proto", requestUrl.slice(0, scheme));
   }
   if (accessId !== undefined) {
     headers.set("cf-access-client-id", accessId);

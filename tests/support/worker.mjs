@@ -3,6 +3,9 @@
 import { Miniflare } from "miniflare";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
+import { COMPAT_DATE } from "../../scripts/compat-date.mjs";
+
+export { COMPAT_DATE };
 
 const build = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "build");
 
@@ -15,7 +18,7 @@ export async function startWorker(bindings, { dir = build } = {}) {
       { type: "CompiledWasm", path: path.join(dir, "index_bg.wasm") },
     ],
     modulesRoot: dir,
-    compatibilityDate: "2026-08-01",
+    compatibilityDate: COMPAT_DATE,
     bindings,
     handleRuntimeStdio(stdout, stderr) {
       for (const stream of [stdout, stderr]) {
@@ -81,7 +84,7 @@ export async function startIsolates(workers, extra = []) {
           { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
         ],
         modulesRoot: build,
-        compatibilityDate: "2026-08-01",
+        compatibilityDate: COMPAT_DATE,
         bindings: w.bindings,
         durableObjects: w.durableObjects,
         routes: [`${w.name}.test/*`],

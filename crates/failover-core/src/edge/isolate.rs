@@ -96,6 +96,20 @@ impl Isolate {
         (result, after)
     }
 
+    /// Records an answer a client got from `origin` as evidence (a shared
+    /// "down" older than it is not adopted). It changes no verdict, so it
+    /// cannot move the lease, and skips `change_health`'s before-and-after
+    /// comparison: it runs on every request the full path serves.
+    pub fn record_answer(&mut self, origin: usize, now_ms: u64) {
+        self.health.record_success(origin, now_ms);
+    }
+
+    /// Whether the colo's verdicts are due to be read, without taking the
+    /// read (`take_colo_read` does); never with `COLO_HEALTH=off`.
+    pub fn colo_read_due(&self, now_ms: u64) -> bool {
+        self.colo_reads.as_ref().is_some_and(|c| c.is_due(now_ms))
+    }
+
     /// Bodies held for replay across the isolate's requests.
     pub fn budget(&self) -> &ReplayBudget {
         &self.budget
@@ -271,6 +285,18 @@ mod tests {
             None,
             "no origin up: the full path walks them all"
         );
+    }
+
+    #[test]
+    fn an_answer_is_evidence_and_colo_reads_can_be_peeked() {
+        let mut isolate = Isolate::new(&config(&[]));
+        isolate.record_answer(0, 5_000);
+        assert!(isolate.colo_read_due(5_000));
+        assert!(isolate.colo_read_due(5_000), "peeking takes nothing");
+        assert!(isolate.take_colo_read(5_000));
+        assert!(!isolate.colo_read_due(5_100));
+        let off = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
+        assert!(!off.colo_read_due(0));
     }
 
     #[test]
