@@ -247,11 +247,15 @@ build_deb() {
   install -m 0755 "$binary" "$root/usr/bin/failover-agent"
   packaged_unit "$STAGE/failover-agent.service"
   install -m 0644 "$STAGE/failover-agent.service" "$root/lib/systemd/system/failover-agent.service"
-  install -m 0640 "$ROOT/packaging/config.example.toml" "$root/etc/failover-agent/config.toml"
+  # The recommended setup, a tunnel per node, is the config; the shared
+  # tunnel's is an example beside it.
+  install -m 0640 "$ROOT/packaging/config.tunnel-per-node.example.toml" "$root/etc/failover-agent/config.toml"
   install -m 0644 "$ROOT/README.md" "$doc/README.md"
   install -m 0644 "$debian/copyright" "$doc/copyright"
   install -m 0644 "$ROOT/packaging/cloudflared-override.conf" "$doc/examples/cloudflared-override.conf"
-  # The pristine config, to diff an edited /etc copy against after upgrades.
+  # The pristine configs, to diff an edited /etc copy against after
+  # upgrades, or to start a shared tunnel from.
+  install -m 0644 "$ROOT/packaging/config.tunnel-per-node.example.toml" "$doc/examples/config.tunnel-per-node.example.toml"
   install -m 0644 "$ROOT/packaging/config.example.toml" "$doc/examples/config.example.toml"
   # Debian wants a changelog in every package; the project's history is git.
   local maintainer

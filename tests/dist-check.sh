@@ -20,9 +20,20 @@
 #   a short `run` whose egress check does a TLS 1.3 handshake with a local
 #   `openssl s_server`: reaching the certificate check proves the key exchange
 #   and the AEAD (ring's assembly) work in the cross-built binary; its
-#   start-up line must name the version on the package.
+#   start-up line must name the version on the package;
+# - the config: the packaged one is the tunnel-per-node example, the
+#   shared-tunnel example ships beside it, both pass check-config; the
+#   cloudflared drop-in pins TUNNEL_METRICS;
+# - the man page: one page with NAME, SYNOPSIS, DESCRIPTION, COMMANDS, FILES,
+#   EXIT STATUS and SEE ALSO, naming no failover-agent-* page (none ships);
+# - bash completion: the packaged script, sourced in bash with COMP_WORDS and
+#   COMP_CWORD as bash sets them on <TAB>, completes past the subcommand
+#   (`maintenance <TAB>` offers on and off, `check-config --<TAB>` its
+#   option);
+# - lintian, when installed: no errors (warnings are printed, not failed).
 #
-# What is missing on this machine (systemd-analyze, qemu, openssl) is
+# What is missing on this machine (systemd-analyze, qemu, openssl, bash
+# completion's bash, lintian) is
 # reported as skipped, never as passed. Ends with "N passed, N failed".
 
 set -uo pipefail
@@ -92,6 +103,8 @@ EXPECTED=(
   "-rw-r--r-- root/root ./usr/share/doc/failover-agent/copyright"
   "-rw-r--r-- root/root ./usr/share/doc/failover-agent/changelog.gz"
   "-rw-r--r-- root/root ./usr/share/doc/failover-agent/examples/cloudflared-override.conf"
+  "-rw-r--r-- root/root ./usr/share/doc/failover-agent/examples/config.tunnel-per-node.example.toml"
+  "-rw-r--r-- root/root ./usr/share/doc/failover-agent/examples/config.example.toml"
   "-rw-r--r-- root/root ./usr/share/man/man1/failover-agent.1.gz"
   "-rw-r--r-- root/root ./usr/share/bash-completion/completions/failover-agent"
   "-rw-r--r-- root/root ./usr/share/zsh/vendor-completions/_failover-agent"
@@ -131,6 +144,43 @@ runner_for() {
 
 runner_prefix=()
 run_bin() { "${runner_prefix[@]}" "$@"; }
+
+# The man page's section headings (.SH), one a line, quotes removed.
+man_sections() {
+  zcat "$1" | sed -n 's/^\.SH "\{0,1\}\([^"]*\)"\{0,1\}$/\1/p'
+}
+
+# complete_words <completion file> <words...>: what bash offers for the last
+# word, as the shell would call the function `complete -p` names.
+complete_words() {
+  local file=$1
+  shift
+  bash -c '
+    source "$1"
+    shift
+    COMP_WORDS=("$@")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMP_LINE="$*"
+    COMP_POINT=${#COMP_LINE}
+    spec=$(complete -p failover-agent) || exit 1
+    fn=$(sed -E "s/.* -F ([^ ]+) .*/\1/" <<<"$spec")
+    "$fn" failover-agent "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+    printf "%s\n" "${COMPREPLY[@]}"
+  ' complete_words "$file" "$@"
+}
+
+# offers <completion file> <expected words, space separated> <words...>
+offers() {
+  local file=$1 expected=$2 got word
+  shift 2
+  got=$(complete_words "$file" "$@") || return 1
+  for word in $expected; do
+    grep -qxF -- "$word" <<<"$got" || {
+      printf '     `%s<TAB>` offered: %s\n' "$*" "$(tr '\n' ' ' <<<"$got")"
+      return 1
+    }
+  done
+}
 
 # static_stripped_for <machine> <file(1) description>
 static_stripped_for() {
@@ -271,6 +321,50 @@ for deb in "${debs[@]}"; do
   (cd "$root" && md5sum --quiet -c DEBIAN/md5sums)
   verdict $? "md5sums match the files"
 
+  # --- the configs and the cloudflared drop-in ---
+  check "the packaged config is the tunnel-per-node example" \
+    cmp -s "$root/etc/failover-agent/config.toml" "$root/usr/share/doc/failover-agent/examples/config.tunnel-per-node.example.toml"
+  check "the packaged config says topology = \"tunnel-per-node\"" \
+    grep -q '^topology = "tunnel-per-node"' "$root/etc/failover-agent/config.toml"
+  check "the drop-in sets Environment=TUNNEL_METRICS=127.0.0.1:20241" \
+    grep -qx 'Environment=TUNNEL_METRICS=127.0.0.1:20241' "$root/usr/share/doc/failover-agent/examples/cloudflared-override.conf"
+  ! grep -i 'shared tunnel\|of the pair' <<<"$(field Description | head -1)"
+  verdict $? "the package's synopsis is not the shared tunnel's alone"
+
+  # --- the man page and the completion ---
+  page=$root/usr/share/man/man1/failover-agent.1.gz
+  sections=$(man_sections "$page")
+  for section in NAME SYNOPSIS DESCRIPTION COMMANDS FILES "EXIT STATUS" "SEE ALSO"; do
+    check "man page has $section" grep -qxF "$section" <<<"$sections"
+  done
+  ! zcat "$page" | sed 's/\\-/-/g' | grep -E 'failover-agent-[a-z-]+(\\f[BIRP])*\('
+  verdict $? "man page names no failover-agent-* page (none is shipped)"
+  completion=$root/usr/share/bash-completion/completions/failover-agent
+  if command -v bash >/dev/null; then
+    check "bash: failover-agent maintenance <TAB> offers on, off" offers "$completion" "on off" failover-agent maintenance ''
+    check "bash: failover-agent -c x.toml maintenance o<TAB> offers on, off" offers "$completion" "on off" failover-agent -c x.toml maintenance o
+    check "bash: failover-agent check-config --<TAB> offers --no-probe" offers "$completion" "--no-probe" failover-agent check-config --
+    check "bash: failover-agent completions <TAB> offers the shells" offers "$completion" "bash zsh fish" failover-agent completions ''
+  else
+    skip "bash completion: bash not installed"
+  fi
+
+  # --- lintian ---
+  if command -v lintian >/dev/null; then
+    # Errors fail; warnings (and the overridden ones' count) are printed.
+    lintian_out=$(lintian --fail-on error --tag-display-limit 0 "$deb" 2>&1)
+    lintian_rc=$?
+    grep -E '^[EW]: ' <<<"$lintian_out" | sed 's/^/     /'
+    if [ $lintian_rc -eq 0 ]; then
+      ok "lintian: no errors ($(lintian --version), $(grep -c '^W: ' <<<"$lintian_out") warnings)"
+    else
+      not_ok "lintian (exit $lintian_rc):"
+      grep -vE '^[EW]: ' <<<"$lintian_out" | sed 's/^/     /'
+    fi
+  else
+    skip "lintian: not installed (Debian/Ubuntu: apt-get install lintian)"
+  fi
+
   # --- the unit ---
   unit=$root/lib/systemd/system/failover-agent.service
   check "the unit runs /usr/bin/failover-agent (ExecStartPre and ExecStart)" \
@@ -339,6 +433,12 @@ for deb in "${debs[@]}"; do
   run_bin "$bin" --config "$dir/config.toml" check-config >"$dir/check-config.out" 2>&1
   verdict $? "check-config accepts the packaged config ($how)"
   sed 's/^/     /' "$dir/check-config.out"
+  ! grep -q "dist-check-token-$$" "$dir/check-config.out"
+  verdict $? "check-config never prints the token"
+  sed "s#^token_file = \"[^\"]*\"#token_file = \"$dir/token\"#" \
+    "$root/usr/share/doc/failover-agent/examples/config.example.toml" >"$dir/shared.toml"
+  run_bin "$bin" --config "$dir/shared.toml" check-config --no-probe >"$dir/check-shared.out" 2>&1
+  verdict $? "check-config accepts the shared-tunnel example ($how)"
   if command -v openssl >/dev/null; then
     check "run: egress TLS handshake reaches the certificate check ($how)" tls_smoke "$bin" "$dir"
     # The binary inside is the version on the label (Debian's ~ is semver's -).

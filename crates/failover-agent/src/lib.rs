@@ -20,7 +20,10 @@
 //! - `connector`: systemd / command control; `client` and `url`: outbound
 //!   HTTP with deadlines; `readiness`: reading cloudflared's `/ready`.
 //! - `status_text` (`status` for a person), `build`, `sd_notify`, `log` (one
-//!   line each, control characters escaped).
+//!   line each, control characters escaped, a threshold: `log_level`,
+//!   `-v`/`-q`).
+//! - `manual` (the man page) and `completion` (shell scripts): generated
+//!   from the binary's command line, which `main.rs` passes in.
 //!
 //! Errors: what the agent acts on is a typed enum in the module that raises
 //! it ([`ProbeError`], [`ControlError`], [`ConfigError`], the API's refusals)
@@ -32,9 +35,11 @@ mod actions;
 mod api;
 mod build;
 mod client;
+mod completion;
 mod config;
 mod connector;
 pub mod log;
+mod manual;
 mod metrics;
 mod monitor;
 mod peer;
@@ -49,8 +54,10 @@ mod url;
 
 pub use api::bind;
 pub use client::{Client, ProbeError, Response};
+pub use completion::script as completion_script;
 pub use config::{Config, ConfigError, Token, DEFAULT_PATH};
 pub use connector::{ConnectorControl, ControlError, Pending};
+pub use manual::{render as render_manual, SECTIONS as MANUAL_SECTIONS};
 pub use sd_notify::watchdog_period;
 pub use signed_order::{sign as sign_order, NONCE_LEN, SCHEME as ORDER_SCHEME};
 pub use status_text::render as render_status;
@@ -172,10 +179,4 @@ async fn shutdown_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
-}
-
-/// How the agent would control the connector with `config`, for a person
-/// (`check-config`).
-pub fn describe_connector(config: &Config) -> String {
-    connector::from_config(&config.control, config.command_timeout).describe()
 }

@@ -2,6 +2,10 @@
 //! JOURNAL_STREAM) each line carries a `<N>` priority prefix that journald
 //! turns into the entry's priority.
 //!
+//! Lines less severe than the threshold are dropped: `log_level` in the
+//! config, moved by `-v`/`-q` ([`set_threshold`]). The levels are journald's
+//! priorities, so `journalctl -p` filters the same way.
+//!
 //! A line is always one line: control characters are escaped wherever they
 //! come from, so a peer or app that answers `"\n<3>..."` cannot forge a
 //! journal entry of its own. Text another party chose goes through
@@ -9,41 +13,80 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The most bytes of another party's text (a peer's refusal, a redirect's
 /// `Location`) that one line carries: enough to read why, too little to
 /// flood the journal.
 pub const QUOTED_MAX: usize = 512;
 
-#[derive(Clone, Copy)]
+/// A line's severity, most severe first (journald's priorities 3 to 7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     Error,
     Warning,
     Notice,
+    /// Decisions and transitions: the default threshold.
     Info,
+    /// Every check, also those that changed nothing.
+    Debug,
 }
 
 impl Level {
+    const ALL: [Level; 5] = [
+        Level::Error,
+        Level::Warning,
+        Level::Notice,
+        Level::Info,
+        Level::Debug,
+    ];
+    /// The names `log_level` accepts, most severe first.
+    pub const NAMES: [&'static str; 5] = ["error", "warning", "notice", "info", "debug"];
+
     fn priority(self) -> u8 {
         match self {
             Level::Error => 3,
             Level::Warning => 4,
             Level::Notice => 5,
             Level::Info => 6,
+            Level::Debug => 7,
         }
     }
 
-    fn name(self) -> &'static str {
-        match self {
-            Level::Error => "error",
-            Level::Warning => "warning",
-            Level::Notice => "notice",
-            Level::Info => "info",
-        }
+    pub fn name(self) -> &'static str {
+        Level::NAMES[usize::from(self.priority() - 3)]
+    }
+
+    /// A name from [`Level::NAMES`].
+    pub fn parse(name: &str) -> Option<Level> {
+        Level::ALL.into_iter().find(|l| l.name() == name)
+    }
+
+    /// `steps` levels more verbose (positive, `-v`) or quieter (negative,
+    /// `-q`), stopping at `debug` and `error`: errors are always logged.
+    pub fn shifted(self, steps: i16) -> Level {
+        let index = (i16::from(self.priority()) - 3).saturating_add(steps);
+        Level::ALL[index.clamp(0, 4) as usize]
     }
 }
 
+/// The least severe priority logged; info until [`set_threshold`].
+static THRESHOLD: AtomicU8 = AtomicU8::new(6);
+
+/// Lines less severe than `level` are dropped from now on (process-wide).
+pub fn set_threshold(level: Level) {
+    THRESHOLD.store(level.priority(), Ordering::Relaxed);
+}
+
+/// Whether a line at `level` would be written: to skip building one.
+pub fn enabled(level: Level) -> bool {
+    level.priority() <= THRESHOLD.load(Ordering::Relaxed)
+}
+
 pub fn line(level: Level, message: &str) {
+    if !enabled(level) {
+        return;
+    }
     let message = escape_controls(message);
     let text = if std::env::var_os("JOURNAL_STREAM").is_some() {
         format!("<{}>{message}\n", level.priority())
@@ -52,6 +95,10 @@ pub fn line(level: Level, message: &str) {
     };
     // A closed stderr must not take the agent down.
     let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+pub fn debug(message: &str) {
+    line(Level::Debug, message);
 }
 
 pub fn info(message: &str) {
@@ -125,6 +172,23 @@ pub fn quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn levels_read_back_and_shift_within_bounds() {
+        for level in Level::ALL {
+            assert_eq!(Level::parse(level.name()), Some(level));
+        }
+        for bad in ["", "INFO", "warn", "err", "7", "info ", "trace"] {
+            assert_eq!(Level::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(Level::Info.shifted(1), Level::Debug);
+        assert_eq!(Level::Info.shifted(9), Level::Debug);
+        assert_eq!(Level::Info.shifted(-1), Level::Notice);
+        assert_eq!(Level::Info.shifted(-3), Level::Error);
+        assert_eq!(Level::Warning.shifted(-200), Level::Error);
+        assert_eq!(Level::Error.shifted(i16::MAX), Level::Debug);
+        assert_eq!(Level::Debug.shifted(i16::MIN), Level::Error);
+    }
 
     #[test]
     fn a_line_stays_one_line() {

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, CommandFactory, Parser, Subcommand, ValueEnum};
 use failover_agent::{
-    describe_connector, log, render_status, run, runtime, watchdog_period, Client, Config, Token,
-    Url, DEFAULT_PATH,
+    completion_script, log, render_manual, render_status, run, runtime, watchdog_period, Client,
+    Config, Token, Url, DEFAULT_PATH,
 };
 
 const VERSION: &str = concat!(
@@ -20,10 +20,20 @@ const VERSION: &str = concat!(
 
 /// Gates this node's Cloudflare Tunnel connector (cloudflared): stops it
 /// when the node's app is down, its uplink is lost or the maintenance flag
-/// is set, and starts it again once the node can serve. In a shared tunnel
-/// the agent pair keeps exactly one connector serving.
+/// is set, and starts it again once the node can serve. With a tunnel per
+/// node (recommended) the Worker moves traffic between the nodes' tunnels;
+/// in a shared tunnel the agent pair keeps exactly one connector serving.
 #[derive(Parser)]
-#[command(name = "failover-agent", version = VERSION, about, long_about = None)]
+#[command(
+    name = "failover-agent",
+    version = VERSION,
+    about,
+    long_about = None,
+    after_help = "Log lines go to stderr, to the journal under systemd, at journald's \
+                  priorities: error, warning, notice, info (the default: decisions and \
+                  transitions), debug (every check). The config's log_level sets the level; \
+                  each -v logs one level more, each -q one less (errors always)."
+)]
 struct Cli {
     /// The agent's config file (TOML)
     #[arg(
@@ -34,6 +44,14 @@ struct Cli {
         default_value = DEFAULT_PATH
     )]
     config: PathBuf,
+    /// Log one level more than log_level (repeatable: -vv); -v from info
+    /// is debug, every check
+    #[arg(short, long, global = true, action = ArgAction::Count, conflicts_with = "quiet")]
+    verbose: u8,
+    /// Log one level less than log_level (repeatable): -q notices and
+    /// worse, -qq warnings, -qqq errors only
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -42,8 +60,9 @@ struct Cli {
 enum Command {
     /// Run the agent (under systemd: Type=notify, WatchdogSec)
     Run,
-    /// Validate the config, print the effective settings and exit (2 on an
-    /// error, which names the key)
+    /// Validate the config and print the effective settings, one `key =
+    /// value` a line (never the token); exit 2 on an error, which names the
+    /// key
     CheckConfig {
         /// Do not try egress.url (ExecStartPre at boot, before the network)
         #[arg(long)]
@@ -81,13 +100,20 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Command::Run) {
         quiet_on_closed_pipe();
     }
+    let shift = i16::from(cli.verbose) - i16::from(cli.quiet);
+    // Before the config is read, its errors are logged at the flags' level.
+    log::set_threshold(log::Level::Info.shifted(shift));
+    let with_level = |config: &Config| log::set_threshold(config.log_level.shifted(shift));
     match cli.command {
         Command::Run => match load(&cli.config) {
-            Ok((config, token)) => run(config, token),
+            Ok((config, token)) => {
+                with_level(&config);
+                run(config, token)
+            }
             Err(code) => code,
         },
         Command::CheckConfig { no_probe } => match load(&cli.config) {
-            Ok((config, _token)) => check_config(&config, !no_probe),
+            Ok((config, _token)) => check_config(&cli.config, &config, !no_probe),
             Err(code) => code,
         },
         Command::Status { json } => match settings(&cli.config) {
@@ -99,23 +125,24 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "failover-agent",
-                &mut std::io::stdout(),
-            );
-            ExitCode::SUCCESS
-        }
-        Command::Manpage => {
-            match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
+            match completion_script(shell, &mut Cli::command(), "failover-agent") {
+                Ok(script) => {
+                    print!("{script}");
+                    ExitCode::SUCCESS
+                }
                 Err(e) => {
-                    eprintln!("failover-agent: cannot write the man page: {e}");
+                    eprintln!("failover-agent: cannot write the {shell} completion: {e}");
                     ExitCode::FAILURE
                 }
             }
         }
+        Command::Manpage => match render_manual(Cli::command(), &mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("failover-agent: cannot write the man page: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -154,31 +181,11 @@ fn settings(path: &Path) -> Result<Config, ExitCode> {
     })
 }
 
-fn check_config(config: &Config, probe: bool) -> ExitCode {
-    println!(
-        "config ok: topology={} role={} listen={} peer={} connector={} poll_interval={}ms \
-         takeover_after={} standdown_after={} failback_interval={}ms failback_after={} \
-         maintenance_flag={} token_file={} app={}",
-        config.role.topology().as_str(),
-        config.role.as_str(),
-        config.listen,
-        config
-            .peer_agent_url
-            .as_ref()
-            .map_or("none".to_string(), ToString::to_string),
-        describe_connector(config),
-        config.timing.poll_interval_ms,
-        config.timing.takeover_after,
-        config.timing.standdown_after,
-        config.timing.failback_interval_ms,
-        config.timing.failback_after,
-        config.maintenance_flag.display(),
-        config.token_file.display(),
-        config.app.as_ref().map_or("none".to_string(), |a| format!(
-            "{} every {}ms fall={} rise={}",
-            a.health_url, a.timing.interval_ms, a.timing.fall, a.timing.rise
-        ))
-    );
+/// The effective settings, as TOML (the lines are `key = value`, the rest
+/// `#` comments), then one try of egress.url.
+fn check_config(path: &Path, config: &Config, probe: bool) -> ExitCode {
+    println!("# {}: valid; the effective settings:", path.display());
+    print!("{}", config.describe());
     if probe {
         probe_egress(config);
     }
@@ -194,10 +201,10 @@ fn probe_egress(config: &Config) {
     });
     match result {
         Ok(r) if (200..300).contains(&r.status) => {
-            println!("egress.url {url}: HTTP {} (good)", r.status)
+            println!("# egress.url {url}: HTTP {} (good)", r.status)
         }
         Ok(r) if (300..400).contains(&r.status) => println!(
-            "warning: egress.url {url} redirects (HTTP {} to {}): every egress check will \
+            "# warning: egress.url {url} redirects (HTTP {} to {}): every egress check will \
              fail; give the URL it redirects to, one that answers 2xx itself",
             r.status,
             r.location
@@ -205,10 +212,10 @@ fn probe_egress(config: &Config) {
                 .map_or_else(|| "no Location".to_string(), log::quoted)
         ),
         Ok(r) => println!(
-            "warning: egress.url {url} answered HTTP {}: egress checks fail until it answers 2xx",
+            "# warning: egress.url {url} answered HTTP {}: egress checks fail until it answers 2xx",
             r.status
         ),
-        Err(e) => println!("warning: egress.url {url} not reachable now: {e}"),
+        Err(e) => println!("# warning: egress.url {url} not reachable now: {e}"),
     }
 }
 

@@ -73,6 +73,9 @@ async fn handle(shared: &Shared, outcome: Outcome, logged: &mut Logged, turn: &T
         if logged.as_ref() != Some(&outcome.evidence) {
             log::info(&outcome.evidence.to_string());
             *logged = Some(outcome.evidence);
+        } else if log::enabled(log::Level::Debug) {
+            // -v: proof the checks run while nothing changes.
+            log::debug(&format!("unchanged: {}", outcome.evidence));
         }
         return;
     }
@@ -193,6 +196,8 @@ async fn egress_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
         let redirect = matches!(problem, Problem::Redirect { .. });
         if redirect || shared.node().snapshot().local_running == Some(false) {
             log::info(&format!("egress check failed: {problem}"));
+        } else {
+            log::debug(&format!("egress check failed: {problem}"));
         }
     }
     let outcome = shared

@@ -209,7 +209,13 @@ fn config_errors_name_the_key_and_exit_before_binding() {
         .expect("config");
         let out = node.run_cli(&dir, &["check-config"]);
         assert!(out.status.success(), "{bare}: {out:?}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("poll_interval=60000ms"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("poll_interval ") && l.ends_with(" = \"1m\"")),
+            "{stdout}"
+        );
     }
 
     // Under systemd's watchdog every step must fit in half of WatchdogSec
@@ -237,7 +243,11 @@ fn config_errors_name_the_key_and_exit_before_binding() {
     let out = node.run_cli(&dir, &["run"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("config error: `role`"), "{stderr}");
+    let path = node.config_path(&dir);
+    assert!(
+        stderr.contains(&format!("config error: {}: `role`: ", path.display())),
+        "{stderr}"
+    );
     assert!(
         !stderr.contains("listen") && !stderr.contains("Address already in use"),
         "{stderr}"

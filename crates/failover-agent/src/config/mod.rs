@@ -1,6 +1,16 @@
 //! The TOML config, parsed once into typed values. Every error names the key,
 //! the bad value and what would be accepted; nothing is bound or started
 //! before the whole file is valid.
+//!
+//! - `duration`: `"1m30s"` and friends, both ways.
+//! - `suggest`: where a TOML syntax error is (line, column) and which known
+//!   key a misspelt one was meant to be.
+//! - `describe`: the effective settings, one `key = value` a line
+//!   (`check-config`).
+
+mod describe;
+mod duration;
+mod suggest;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -11,7 +21,9 @@ use std::time::Duration;
 use failover_core::node::{AppTiming, Role, Timing, Topology};
 use toml::{Table, Value};
 
+use crate::log::Level;
 use crate::url::Url;
+use duration::parse_ms;
 
 pub const DEFAULT_PATH: &str = "/etc/failover-agent/config.toml";
 /// Shared tunnel: the peer agent must reach the API.
@@ -30,15 +42,47 @@ pub(crate) const DEFAULT_FLAG: &str = "/var/lib/failover-agent/maintenance";
 pub(crate) const DEFAULT_UNIT: &str = "cloudflared.service";
 pub(crate) const DEFAULT_EGRESS_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
 
+/// The longest duration any setting takes: a longer one is a typo, and
+/// the sums and doublings of the timeouts must not overflow.
+const MAX_DURATION_MS: u64 = 24 * 3_600_000;
+
 #[derive(Debug)]
 pub struct ConfigError {
+    /// The setting (`connector.unit`), `(file)` for the file as a whole,
+    /// `(syntax)` for a TOML syntax error.
     pub key: String,
     pub reason: String,
+    /// The config file, once [`Config::load_settings`] knows it.
+    pub file: Option<PathBuf>,
+    /// Line and column (from 1) of a TOML syntax error.
+    pub at: Option<(usize, usize)>,
 }
 
+impl ConfigError {
+    fn in_file(mut self, path: &Path) -> ConfigError {
+        self.file = Some(path.to_path_buf());
+        self
+    }
+}
+
+/// `config error: FILE:LINE:COLUMN: reason` for a syntax error (the form
+/// editors jump to), `config error: FILE: `key`: reason` otherwise.
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "config error: `{}`: {}", self.key, self.reason)
+        f.write_str("config error: ")?;
+        if let Some(file) = &self.file {
+            write!(f, "{}", file.display())?;
+            if let Some((line, column)) = self.at {
+                write!(f, ":{line}:{column}")?;
+            }
+            f.write_str(": ")?;
+        } else if let Some((line, column)) = self.at {
+            write!(f, "line {line}, column {column}: ")?;
+        }
+        if self.at.is_none() {
+            write!(f, "`{}`: ", self.key)?;
+        }
+        f.write_str(&self.reason)
     }
 }
 
@@ -46,6 +90,8 @@ fn err(key: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError {
         key: key.to_string(),
         reason: reason.into(),
+        file: None,
+        at: None,
     }
 }
 
@@ -115,6 +161,8 @@ pub struct Config {
     pub egress_url: Url,
     pub egress_tcp: Option<String>,
     pub app: Option<AppConfig>,
+    /// The least severe line the agent logs (`-v`/`-q` move it).
+    pub log_level: Level,
 }
 
 impl Config {
@@ -160,13 +208,16 @@ impl Config {
     pub fn load_settings(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| err("--config", format!("cannot read {}: {e}", path.display())))?;
-        Config::parse(&text)
+        Config::parse(&text).map_err(|e| e.in_file(path))
     }
 
     /// The file's text to typed values; touches nothing outside it.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        let root: Table = text.parse().map_err(|e: toml::de::Error| {
-            err("(file)", format!("not valid TOML: {}", e.message()))
+        let root: Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
+            key: "(syntax)".to_string(),
+            reason: format!("not valid TOML: {}", e.message().trim_end()),
+            file: None,
+            at: e.span().map(|span| suggest::line_column(text, span.start)),
         })?;
         let top = Section::new("", &root);
         top.only(&[
@@ -185,7 +236,25 @@ impl Config {
             "peer",
             "egress",
             "app",
+            "log_level",
         ])?;
+        let log_level = match top.string("log_level")? {
+            None => Level::Info,
+            Some(text) => Level::parse(&text).ok_or_else(|| {
+                err(
+                    "log_level",
+                    format!(
+                        "{text:?} is not a level; use one of {} (journald's priorities: each \
+                         logs itself and everything more severe)",
+                        Level::NAMES
+                            .iter()
+                            .map(|n| format!("{n:?}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?,
+        };
         let topology = match top.string("topology")?.as_deref() {
             None | Some("shared-tunnel") => Topology::SharedTunnel,
             Some("tunnel-per-node") => Topology::TunnelPerNode,
@@ -421,6 +490,7 @@ impl Config {
             egress_url,
             egress_tcp,
             app,
+            log_level,
         })
     }
 }
@@ -532,9 +602,11 @@ impl<'a> Section<'a> {
     fn only(&self, known: &[&str]) -> Result<(), ConfigError> {
         for name in self.table.into_iter().flat_map(|t| t.keys()) {
             if !known.contains(&name.as_str()) {
+                let hint = suggest::nearest(name, known)
+                    .map_or(String::new(), |near| format!("did you mean `{near}`? "));
                 return Err(err(
                     &self.key(name),
-                    format!("unknown key; known here: {}", known.join(", ")),
+                    format!("unknown key; {hint}known here: {}", known.join(", ")),
                 ));
             }
         }
@@ -590,25 +662,37 @@ impl<'a> Section<'a> {
         }
     }
 
-    /// "30s", "500ms", "2m", or a bare integer of seconds.
+    /// `"30s"`, `"1m30s"`, `"500ms"`, `"2h"`, or a bare number of seconds
+    /// (an integer or a string): from 10 ms to 24 h.
     fn duration_ms(&self, name: &str) -> Result<Option<u64>, ConfigError> {
-        let bad = |shown: String| {
+        let bad = |shown: String, why: String| {
             err(
                 &self.key(name),
                 format!(
-                    "{shown} is not a duration like \"30s\", \"500ms\", \"2m\" or a bare number \
-                     of seconds (at least 10ms)"
+                    "{shown} is not a duration ({why}); use a number with units largest first, \
+                     each once: \"500ms\", \"30s\", \"2m\", \"1m30s\", \"2h\", or a bare \
+                     number of seconds; from 10ms to 24h"
                 ),
             )
         };
         let ms = match self.get(name) {
             None => return Ok(None),
-            Some(Value::Integer(n)) if *n > 0 => (*n as u64).saturating_mul(1000),
-            Some(Value::String(s)) => parse_duration_ms(s).ok_or_else(|| bad(format!("{s:?}")))?,
-            Some(other) => return Err(bad(shown(other))),
+            Some(Value::Integer(n)) => match u64::try_from(*n) {
+                Err(_) => return Err(bad(n.to_string(), "negative".into())),
+                Ok(n) => n
+                    .checked_mul(1000)
+                    .ok_or_else(|| bad(n.to_string(), "too long".into()))?,
+            },
+            Some(Value::String(s)) => {
+                parse_ms(s).map_err(|why| bad(format!("{s:?}"), why.to_string()))?
+            }
+            Some(other) => return Err(bad(shown(other), "not a string or a number".into())),
         };
         if ms < 10 {
-            return Err(bad(format!("{ms}ms")));
+            return Err(bad(duration::format_ms(ms), "shorter than 10ms".into()));
+        }
+        if ms > MAX_DURATION_MS {
+            return Err(bad(duration::format_ms(ms), "longer than 24h".into()));
         }
         Ok(Some(ms))
     }
@@ -634,23 +718,6 @@ fn shown(value: &Value) -> String {
         Value::Array(_) => "an array".into(),
         Value::Table(_) => "a table".into(),
     }
-}
-
-/// "30s", "500ms", "2m", or a bare number of seconds ("30").
-fn parse_duration_ms(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number.parse().ok()?;
-    let factor = match unit.trim() {
-        "ms" => 1,
-        "s" | "" => 1_000,
-        "m" => 60_000,
-        _ => return None,
-    };
-    n.checked_mul(factor)
 }
 
 #[cfg(test)]
@@ -805,16 +872,5 @@ ready_url = "http://127.0.0.1:20241/ready"
             let text = format!("maintenance_flag = {path:?}\n{PER_NODE}");
             assert!(Config::parse(&text).is_ok(), "{path}");
         }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_ms("30s"), Some(30_000));
-        assert_eq!(parse_duration_ms("250ms"), Some(250));
-        assert_eq!(parse_duration_ms("2m"), Some(120_000));
-        assert_eq!(parse_duration_ms("30"), Some(30_000));
-        assert_eq!(parse_duration_ms(""), None);
-        assert_eq!(parse_duration_ms("s"), None);
-        assert_eq!(parse_duration_ms("3h"), None);
     }
 }

@@ -1,0 +1,208 @@
+//! The effective settings as `check-config` prints them: one `key = value`
+//! a line, aligned, defaults filled in, in the file's own grammar (strings
+//! quoted, durations as `"1m30s"`, sections as dotted keys), so the output
+//! is itself a config that parses to the same settings. Optional settings
+//! left unset are `#` comments. The token is never read here, only the
+//! path of its file.
+
+use std::fmt::Write as _;
+
+use failover_core::node::Topology;
+
+use super::duration::format_ms;
+use super::{Config, ControlConfig};
+
+/// A value as TOML writes it.
+enum Shown {
+    Text(String),
+    Number(u64),
+    Duration(u64),
+    Unset,
+}
+
+impl Config {
+    /// One line per setting, `key = value`, the `=` signs aligned.
+    pub fn describe(&self) -> String {
+        let rows = self.rows();
+        let width = rows.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for (key, value) in rows {
+            let _ = match value {
+                Shown::Text(text) => writeln!(out, "{key:width$} = {}", quoted(&text)),
+                Shown::Number(n) => writeln!(out, "{key:width$} = {n}"),
+                Shown::Duration(ms) => writeln!(out, "{key:width$} = \"{}\"", format_ms(ms)),
+                Shown::Unset => writeln!(out, "# {key} (not set)"),
+            };
+        }
+        out
+    }
+
+    fn rows(&self) -> Vec<(&'static str, Shown)> {
+        use Shown::{Duration, Number, Text, Unset};
+        let text = |s: &dyn ToString| Text(s.to_string());
+        let topology = self.role.topology();
+        let mut rows = vec![("topology", Text(topology.as_str().to_string()))];
+        if topology == Topology::SharedTunnel {
+            rows.push(("role", Text(self.role.as_str().to_string())));
+        }
+        rows.extend([
+            ("listen", text(&self.listen)),
+            ("token_file", text(&self.token_file.display())),
+            ("maintenance_flag", text(&self.maintenance_flag.display())),
+            ("log_level", Text(self.log_level.name().to_string())),
+            ("poll_interval", Duration(self.timing.poll_interval_ms)),
+            ("takeover_after", Number(self.timing.takeover_after.into())),
+            (
+                "standdown_after",
+                Number(self.timing.standdown_after.into()),
+            ),
+            (
+                "failback_interval",
+                Duration(self.timing.failback_interval_ms),
+            ),
+            ("failback_after", Number(self.timing.failback_after.into())),
+            ("probe_timeout", Duration(millis(self.probe_timeout))),
+            ("connector.ready_url", text(&self.connector_ready_url)),
+        ]);
+        match &self.control {
+            ControlConfig::Systemd { unit } => rows.extend([
+                ("connector.control", Text("systemd".into())),
+                ("connector.unit", Text(unit.clone())),
+            ]),
+            ControlConfig::Command {
+                start,
+                stop,
+                status,
+            } => rows.extend([
+                ("connector.control", Text("command".into())),
+                ("connector.start_command", Text(start.clone())),
+                ("connector.stop_command", Text(stop.clone())),
+                ("connector.status_command", Text(status.clone())),
+            ]),
+        }
+        rows.push((
+            "connector.command_timeout",
+            Duration(millis(self.command_timeout)),
+        ));
+        if topology == Topology::SharedTunnel {
+            let optional = |url: &Option<crate::url::Url>| url.as_ref().map_or(Unset, |u| text(u));
+            rows.push(("peer.agent_url", optional(&self.peer_agent_url)));
+            rows.push((
+                "peer.connector_ready_url",
+                optional(&self.peer_connector_ready_url),
+            ));
+        }
+        rows.push(("egress.url", text(&self.egress_url)));
+        rows.push((
+            "egress.tcp",
+            self.egress_tcp.as_ref().map_or(Unset, |t| text(t)),
+        ));
+        match &self.app {
+            Some(app) => rows.extend([
+                ("app.health_url", text(&app.health_url)),
+                ("app.interval", Duration(app.timing.interval_ms)),
+                ("app.fall", Number(app.timing.fall.into())),
+                ("app.rise", Number(app.timing.rise.into())),
+            ]),
+            None => rows.push(("app", Unset)),
+        }
+        rows
+    }
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A TOML basic string: quotes, backslashes and control characters escaped.
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+role = "standby"
+token_file = "/etc/failover-agent/token"
+poll_interval = "1m30s"
+log_level = "debug"
+[connector]
+ready_url = "http://127.0.0.1:20241/ready"
+control = "command"
+start_command = "systemctl start \"cloudflared\"\tnow"
+stop_command = "pkill -x cloudflared"
+status_command = "pgrep -x cloudflared"
+[peer]
+agent_url = "http://[fd00::2]:8790"
+[egress]
+tcp = "region1.v2.argotunnel.com:7844"
+[app]
+health_url = "http://127.0.0.1:80/health"
+"#;
+
+    const PER_NODE: &str = r#"
+topology = "tunnel-per-node"
+token_file = "/etc/failover-agent/token"
+[connector]
+ready_url = "http://127.0.0.1:20241/ready"
+"#;
+
+    /// The output is a config: parsed again, it describes itself the same.
+    #[test]
+    fn the_description_reads_back_as_the_same_settings() {
+        for text in [FULL, PER_NODE] {
+            let config = Config::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let described = config.describe();
+            let again = Config::parse(&described).unwrap_or_else(|e| panic!("{e}\n{described}"));
+            assert_eq!(again.describe(), described);
+        }
+    }
+
+    #[test]
+    fn one_aligned_key_a_line() {
+        let described = Config::parse(PER_NODE)
+            .map(|c| c.describe())
+            .unwrap_or_default();
+        let lines: Vec<&str> = described.lines().collect();
+        assert!(
+            lines.contains(&"topology                  = \"tunnel-per-node\""),
+            "{described}"
+        );
+        assert!(
+            lines.contains(&"poll_interval             = \"30s\""),
+            "{described}"
+        );
+        assert!(lines.contains(&"# egress.tcp (not set)"), "{described}");
+        assert!(
+            !described.contains("role"),
+            "no role per node:\n{described}"
+        );
+        let columns: Vec<usize> = lines
+            .iter()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.find(" = ").unwrap_or(0))
+            .collect();
+        assert!(
+            columns.iter().all(|c| *c == columns[0] && *c > 0),
+            "{described}"
+        );
+    }
+}
