@@ -49,6 +49,7 @@ function regimeOf(windows) {
       requests: w.client.requests,
       instructions: w.instructions,
       seconds: w.client.seconds,
+      failed: w.client.failed,
       per_second: w.client.per_second,
       cache: w.cache,
     })),
@@ -136,7 +137,14 @@ out.push(
   "The Cache API service (bench/cost-cache.mjs) is a separate process, not counted: Cloudflare bills the isolate;" +
     "\nthe Worker's side of each cache call is counted.",
 );
+for (const l of lines.filter((l) => l.kind === "failed_window")) {
+  out.push(`NOTE ${l.row}, ${l.regime}: a window had ${l.client.failed} failed requests (first: ${l.client.first_failure}); it was counted again.`);
+}
 for (const row of rows) {
+  for (const g of REGIMES) {
+    const failed = sum((row.regimes[g.id]?.windows ?? []).map((w) => w.failed));
+    if (failed > 0) out.push(`WARNING ${row.label}, ${g.title}: ${failed} requests failed in the counted windows: the figure is not a request's cost.`);
+  }
   if (row.attempt_failed > 0) out.push(`WARNING ${row.label}: ${row.attempt_failed} attempts failed: the row counted failovers, not healthy requests.`);
   if (row.shared_health_error > 0) out.push(`WARNING ${row.label}: ${row.shared_health_error} colo cache errors: its colo reads did not reach the cache.`);
 }
