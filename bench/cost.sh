@@ -26,10 +26,10 @@
 # what `make bench-cost` provides. Knobs (environment), defaults in
 # brackets: BENCH_COST_ROWS (all; a space-separated list of row ids, see
 # `node bench/cost-config.mjs list`), BENCH_COST_GET_WARM (1200 requests),
-# BENCH_COST_GETS (300 per window), BENCH_COST_POST_WARM (300),
-# BENCH_COST_POSTS (100 per window), BENCH_COST_SPARSE_WARM (10),
-# BENCH_COST_SPARSE (12 per window), BENCH_COST_WINDOWS (3),
-# BENCH_COST_SPARSE_WINDOWS (3), BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
+# BENCH_COST_GETS (200 per window), BENCH_COST_POST_WARM (600),
+# BENCH_COST_POSTS (60 per window), BENCH_COST_SPARSE_WARM (10),
+# BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (5),
+# BENCH_COST_SPARSE_WINDOWS (5), BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
 # BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch
 # directory: configs, workerd logs, the callgrind dumps).
 
@@ -43,21 +43,25 @@ ANCHOR_DIR=${BENCH_ANCHOR_DIR:-$ROOT/../shared/anchors/js-worker-lb}
 # Warm-up: measured here, a fresh isolate's per-request count falls and
 # jumps (V8 and Liftoff tier-up compiles, counted: they run in the same
 # process) over its first ~2000 back-to-back GETs, then holds within a few
-# percent per 400-request window. 1200 and the median of 3 windows keep the
+# percent per 400-request window. 1200 and the median of 5 windows keep the
 # whole run near 15 minutes on a loaded 2-core machine; a late compile
-# lands in one window, which the median drops. The POST (full) path and the sparse
-# regime's lease renewals run code the GETs warmed only partly: a 1.9x
-# spike in a POST window, and 10x sparse figures after 2 sparse warm-ups
-# instead of 10, were seen here.
+# lands in one window, which the median drops. The POST (full) path warms
+# slower: its first 100-request window after 300 POSTs was 1.2-1.4x the
+# next ones in every product row. The POST (full) path and the sparse
+# regime's lease renewals run code the GETs warmed only partly: 10x sparse
+# figures after 2 sparse warm-ups instead of 10 were seen here.
 GET_WARM=${BENCH_COST_GET_WARM:-1200}
-GETS=${BENCH_COST_GETS:-300}
-POST_WARM=${BENCH_COST_POST_WARM:-300}
-POSTS=${BENCH_COST_POSTS:-100}
+GETS=${BENCH_COST_GETS:-200}
+POST_WARM=${BENCH_COST_POST_WARM:-600}
+POSTS=${BENCH_COST_POSTS:-60}
 SPARSE_WARM=${BENCH_COST_SPARSE_WARM:-10}
-SPARSE=${BENCH_COST_SPARSE:-12}
-# Three windows: the median ignores one that caught a compile or a major GC.
-WINDOWS=${BENCH_COST_WINDOWS:-3}
-SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-3}
+SPARSE=${BENCH_COST_SPARSE:-8}
+# Five short windows rather than three long ones: the median ignores two
+# that caught a tier-up compile or a major GC. Seen here with three: one
+# POST window in three 1.2-1.9x the others, two sparse windows in three
+# 1.7x (a few million instructions landing on 12 requests).
+WINDOWS=${BENCH_COST_WINDOWS:-5}
+SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-5}
 CONNS=${BENCH_COST_CONNECTIONS:-4}
 SPARSE_MS=${BENCH_COST_SPARSE_MS:-400}
 POST_BYTES=512
@@ -228,6 +232,10 @@ control() { # -z|-d PID
   said=$(callgrind_control "$1" "$2" 2>&1) || die "callgrind_control $1 $2 failed: $said"
 }
 
+failed_of() { # CLIENT_JSON -> its "failed" count
+  [[ $1 =~ \"failed\":([0-9]+) ]] && echo "${BASH_REMATCH[1]}" || echo "?"
+}
+
 json_field() { # JSON FIELD
   node -e 'const v = JSON.parse(process.argv[1])[process.argv[2]]; console.log(v ?? "")' "$1" "$2"
 }
@@ -261,7 +269,7 @@ count_row() { # ROW
     local got
     got=$(client "${args[@]}" ${cookie:+--cookie "$cookie"} --count "$warm") || die "$row: the $regime warm-up client failed"
     # Not fatal: the warm-up is not counted; the windows check their own.
-    [ "$(json_field "$got" failed)" = 0 ] ||
+    [ "$(failed_of "$got")" = 0 ] ||
       say "  $row: $regime warm-up: $(json_field "$got" failed) of $warm requests failed ($(json_field "$got" first_failure))"
     # The affinity row's pin, sent back from here on (a returning client).
     cookie=$(json_field "$got" cookie)
@@ -275,7 +283,7 @@ count_row() { # ROW
       dumps=$((dumps + 1))
       # A failed request is not a request's cost: such a window is counted
       # again, once; a second one is kept and flagged under the table.
-      if [ "$(json_field "$got" failed)" != 0 ] && [ "$retried" = 0 ]; then
+      if [ "$(failed_of "$got")" != 0 ] && [ "$retried" = 0 ]; then
         say "  $row: $regime: $(json_field "$got" failed) of $n requests failed ($(json_field "$got" first_failure)); counting the window again"
         record "{\"kind\":\"failed_window\",\"row\":\"$row\",\"regime\":\"$regime\",\"client\":$got}"
         retried=1
