@@ -26,9 +26,9 @@
 # what `make bench-cost` provides. Knobs (environment), defaults in
 # brackets: BENCH_COST_ROWS (all; a space-separated list of row ids, see
 # `node bench/cost-config.mjs list`), BENCH_COST_GET_WARM (1200 requests),
-# BENCH_COST_GETS (200 per window), BENCH_COST_POST_WARM (600),
-# BENCH_COST_POSTS (60 per window), BENCH_COST_SPARSE_WARM (10),
-# BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (5),
+# BENCH_COST_GETS (400 per window), BENCH_COST_POST_WARM (600),
+# BENCH_COST_POSTS (150 per window), BENCH_COST_SPARSE_WARM (10),
+# BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (3),
 # BENCH_COST_SPARSE_WINDOWS (5), BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
 # BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch
 # directory: configs, workerd logs, the callgrind dumps).
@@ -43,7 +43,7 @@ ANCHOR_DIR=${BENCH_ANCHOR_DIR:-$ROOT/../shared/anchors/js-worker-lb}
 # Warm-up: measured here, a fresh isolate's per-request count falls and
 # jumps (V8 and Liftoff tier-up compiles, counted: they run in the same
 # process) over its first ~2000 back-to-back GETs, then holds within a few
-# percent per 400-request window. 1200 and the median of 5 windows keep the
+# percent per 400-request window. 1200 and the median of 3 windows keep the
 # whole run near 15 minutes on a loaded 2-core machine; a late compile
 # lands in one window, which the median drops. The POST (full) path warms
 # slower: its first 100-request window after 300 POSTs was 1.2-1.4x the
@@ -51,16 +51,20 @@ ANCHOR_DIR=${BENCH_ANCHOR_DIR:-$ROOT/../shared/anchors/js-worker-lb}
 # regime's lease renewals run code the GETs warmed only partly: 10x sparse
 # figures after 2 sparse warm-ups instead of 10 were seen here.
 GET_WARM=${BENCH_COST_GET_WARM:-1200}
-GETS=${BENCH_COST_GETS:-200}
+GETS=${BENCH_COST_GETS:-400}
 POST_WARM=${BENCH_COST_POST_WARM:-600}
-POSTS=${BENCH_COST_POSTS:-60}
+POSTS=${BENCH_COST_POSTS:-150}
 SPARSE_WARM=${BENCH_COST_SPARSE_WARM:-10}
 SPARSE=${BENCH_COST_SPARSE:-8}
-# Five short windows rather than three long ones: the median ignores two
-# that caught a tier-up compile or a major GC. Seen here with three: one
-# POST window in three 1.2-1.9x the others, two sparse windows in three
-# 1.7x (a few million instructions landing on 12 requests).
-WINDOWS=${BENCH_COST_WINDOWS:-5}
+# Back to back, three windows long enough to hold a few of V8's young-
+# generation GCs each: at 200 GETs or 60 POSTs a window held one or none,
+# and the windows split into two levels 15-25% apart (the median then
+# picks one of them). The median ignores one window that caught a tier-up
+# compile. Sparse: five short windows, as every window holds the same
+# work; in the colo-health rows one window in five comes out ~1.75x (a few
+# million instructions about every 40 sparse requests), which the median
+# leaves out and the mean (second part of the table) keeps.
+WINDOWS=${BENCH_COST_WINDOWS:-3}
 SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-5}
 CONNS=${BENCH_COST_CONNECTIONS:-4}
 SPARSE_MS=${BENCH_COST_SPARSE_MS:-400}
