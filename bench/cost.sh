@@ -8,9 +8,9 @@
 # 400 ms) it is warmed, then counted over a few windows: counters zeroed
 # (`callgrind_control -z`), N requests (bench/cost-client.mjs, all
 # answered), counters dumped (`callgrind_control -d`), the dump's total / N.
-# A row's figure is the median over its windows (one window that caught a
-# V8 or Wasm tier-up compile does not move it); the JSON keeps every
-# window. Prints one table (bench/cost-report.mjs) and writes
+# A row's figure is all its windows' instructions / all their requests
+# (periodic work included); the median of the windows is printed beside it
+# and the JSON keeps every window. Prints one table (bench/cost-report.mjs) and writes
 # target/bench/cost-<ts>.json and target/bench/cost-latest.json. Asserts
 # nothing: it fails only when the bench itself cannot run. See
 # bench/README.md ("Instructions per request").
@@ -43,9 +43,9 @@ ANCHOR_DIR=${BENCH_ANCHOR_DIR:-$ROOT/../shared/anchors/js-worker-lb}
 # Warm-up: measured here, a fresh isolate's per-request count falls and
 # jumps (V8 and Liftoff tier-up compiles, counted: they run in the same
 # process) over its first ~2000 back-to-back GETs, then holds within a few
-# percent per 400-request window. 1200 and the median of 3 windows keep the
-# whole run near 15 minutes on a loaded 2-core machine; a late compile
-# lands in one window, which the median drops. The POST (full) path warms
+# percent per 400-request window. 1200 keeps the whole run near 15 minutes
+# on a loaded 2-core machine; a late compile lands in one window, which the
+# table's median column shows. The POST (full) path warms
 # slower: its first 100-request window after 300 POSTs was 1.2-1.4x the
 # next ones in every product row. The POST (full) path and the sparse
 # regime's lease renewals run code the GETs warmed only partly: 10x sparse
@@ -56,14 +56,12 @@ POST_WARM=${BENCH_COST_POST_WARM:-600}
 POSTS=${BENCH_COST_POSTS:-150}
 SPARSE_WARM=${BENCH_COST_SPARSE_WARM:-10}
 SPARSE=${BENCH_COST_SPARSE:-8}
-# Back to back, three windows long enough to hold a few of V8's young-
-# generation GCs each: at 200 GETs or 60 POSTs a window held one or none,
-# and the windows split into two levels 15-25% apart (the median then
-# picks one of them). The median ignores one window that caught a tier-up
-# compile. Sparse: five short windows, as every window holds the same
-# work; in the colo-health rows one window in five comes out ~1.75x (a few
-# million instructions about every 40 sparse requests), which the median
-# leaves out and the mean (second part of the table) keeps.
+# Back to back, three windows of a few hundred requests: V8's young-
+# generation GCs come every few hundred, so with 200 GETs or 60 POSTs a
+# window held one or none and windows split into two levels 15-25% apart.
+# Sparse: five short windows; now and then one of them carries ~9 M
+# instructions more than the rest. The windows show where the total came
+# from (cost-report.mjs).
 WINDOWS=${BENCH_COST_WINDOWS:-3}
 SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-5}
 CONNS=${BENCH_COST_CONNECTIONS:-4}
