@@ -11,7 +11,7 @@ TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
 # wrangler under the toolchain's Node: wrangler 4.16x refuses the system Node 20.
 WRANGLER := bash scripts/wrangler.sh
 
-.PHONY: build test test-rust test-worker test-dist dry-run lint demo bench gate system dist dist-check clean dev deploy secret status help
+.PHONY: build test test-rust test-worker test-dist dry-run lint demo bench bench-cost gate system dist dist-check clean dev deploy secret status help
 
 ## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
 build:
@@ -58,9 +58,14 @@ demo: build
 clean:
 	rm -rf build target/bench dist
 
-## bench: the Worker vs the JavaScript anchor in one workerd, same origin (see bench/)
+## bench: the Worker vs the JavaScript anchor in one workerd, same origin, then bench-cost (see bench/; BENCH_COST=0 skips the count)
 bench: build
 	@$(TOOLCHAIN) && bash bench/run.sh
+	@if [ "$${BENCH_COST:-1}" != 0 ]; then $(TOOLCHAIN) && bash bench/cost.sh; fi
+
+## bench-cost: instructions per request under callgrind, each Worker in its own workerd, three regimes; one table (bench/cost.sh)
+bench-cost: build
+	@$(TOOLCHAIN) && bash bench/cost.sh
 
 ## system: the Worker and real agents through the Tunnel edge simulator, under load; one table (tests/system/run.mjs)
 system: build
