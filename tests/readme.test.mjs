@@ -1,0 +1,74 @@
+// The README keeps its promises mechanically: every `make` target it tells a
+// user to run exists, every repository file it names is there, and the
+// Worker's settings table lists exactly the settings the Worker reads (the
+// SETTINGS list in crates/failover-core/src/edge/config/vars.rs) and the
+// ORIGINS keys it accepts. Plain Node, no Worker needed.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
+const read = (file) => readFileSync(path.join(root, file), "utf8");
+const readme = read("README.md");
+
+// What the README shows as something to type or a name: inline code spans
+// and fenced code blocks, not its prose ("make before break").
+function codeSpans(text) {
+  const spans = [];
+  const fence = /^```[^\n]*\n([\s\S]*?)^```/gm;
+  for (const m of text.matchAll(fence)) spans.push(...m[1].split("\n"));
+  const prose = text.replace(fence, "");
+  for (const m of prose.matchAll(/`([^`\n]+)`/g)) spans.push(m[1]);
+  return spans;
+}
+
+const spans = codeSpans(readme);
+
+test("every make target the README names exists (`make help` lists it)", () => {
+  const makefile = read("Makefile");
+  const targets = new Set([...makefile.matchAll(/^([a-z][a-z-]*):/gm)].map((m) => m[1]));
+  const named = new Set();
+  for (const span of spans) {
+    for (const m of span.matchAll(/(?:^|[\s;&|])make ([a-z][a-z-]*)/g)) named.add(m[1]);
+  }
+  assert.ok(named.size >= 10, `only ${[...named]} found: is the README's code still read?`);
+  const missing = [...named].filter((t) => !targets.has(t));
+  assert.deepEqual(missing, [], `README names make targets the Makefile lacks: ${missing.join(", ")}`);
+});
+
+test("every repository file the README names is there", () => {
+  const named = new Set();
+  for (const span of spans) {
+    for (const m of span.matchAll(/(?:^|[\s(=])((?:\.github|bench|crates|packaging|scripts|src|tests)\/[\w./-]*)/g)) {
+      named.add(m[1].replace(/[.,:;)]+$/, ""));
+    }
+  }
+  assert.ok(named.size >= 15, `only ${named.size} paths found`);
+  // Test paths of a crate are written relative to it (crates/failover-agent/tests/...).
+  const bases = ["", "crates/failover-agent", "crates/failover-core"];
+  const missing = [...named].filter((p) => !bases.some((b) => existsSync(path.join(root, b, p))));
+  assert.deepEqual(missing, [], `README names files that do not exist: ${missing.join(", ")}`);
+});
+
+test("the settings table lists exactly the settings the Worker reads, and the ORIGINS keys it accepts", () => {
+  const vars = read("crates/failover-core/src/edge/config/vars.rs");
+  const list = vars.match(/pub const SETTINGS: \[&str; \d+\] = \[([\s\S]*?)\];/);
+  assert.ok(list, "SETTINGS not found in vars.rs");
+  const settings = [...list[1].matchAll(/"([A-Z_]+)"/g)].map((m) => m[1]);
+  // HEALTH_CHECKER is a binding, not a var: the table lists it too.
+  const rows = new Set([...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]));
+  const undocumented = settings.filter((s) => !rows.has(s));
+  assert.deepEqual(undocumented, [], `settings missing from the README's table: ${undocumented.join(", ")}`);
+  const unknown = [...rows].filter((r) => !settings.includes(r) && r !== "HEALTH_CHECKER");
+  assert.deepEqual(unknown, [], `README documents settings the Worker does not read: ${unknown.join(", ")}`);
+
+  const origins = read("crates/failover-core/src/edge/config/origins.rs");
+  const keys = origins.match(/const ORIGIN_KEYS: \[&str; \d+\] = \[([\s\S]*?)\];/);
+  assert.ok(keys, "ORIGIN_KEYS not found in origins.rs");
+  const accepted = [...keys[1].matchAll(/"([a-z_]+)"/g)].map((m) => m[1]);
+  const documented = new Set([...readme.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]));
+  const missingKeys = accepted.filter((k) => !documented.has(k));
+  assert.deepEqual(missingKeys, [], `ORIGINS keys missing from the README: ${missingKeys.join(", ")}`);
+});
