@@ -30,7 +30,29 @@ export const AGENT_TIMING = { pollMs: 1000, takeoverAfter: 3, failbackAfter: 2, 
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// A port for a process this run starts later (an agent, a connector's
+// metrics). Picked below Linux's ephemeral range (32768-60999): a port the
+// kernel handed out for bind(0) can be handed to any other process between
+// our close and the agent's bind (seen: "Address already in use" with
+// benchmarks running beside the tests), one out of that range only to a
+// process that asks for it by number.
+const LOW_PORTS = { from: 20000, to: 32000 };
+
+async function bindable(port) {
+  const server = net.createServer();
+  const ok = await new Promise((resolve) => {
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => resolve(true));
+  });
+  if (ok) await new Promise((resolve) => server.close(resolve));
+  return ok;
+}
+
 export async function freePort() {
+  for (let tries = 0; tries < 50; tries++) {
+    const port = LOW_PORTS.from + Math.floor(Math.random() * (LOW_PORTS.to - LOW_PORTS.from));
+    if (await bindable(port)) return port;
+  }
   const server = net.createServer();
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address();
