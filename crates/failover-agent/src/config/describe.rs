@@ -138,6 +138,7 @@ fn quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tests::PER_NODE;
 
     const FULL: &str = r#"
 role = "standby"
@@ -156,13 +157,6 @@ agent_url = "http://[fd00::2]:8790"
 tcp = "region1.v2.argotunnel.com:7844"
 [app]
 health_url = "http://127.0.0.1:80/health"
-"#;
-
-    const PER_NODE: &str = r#"
-topology = "tunnel-per-node"
-token_file = "/etc/failover-agent/token"
-[connector]
-ready_url = "http://127.0.0.1:20241/ready"
 "#;
 
     /// The output is a config: parsed again, it describes itself the same.

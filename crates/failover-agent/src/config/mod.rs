@@ -721,7 +721,7 @@ fn shown(value: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const SHARED: &str = r#"
@@ -733,7 +733,8 @@ ready_url = "http://127.0.0.1:20241/ready"
 agent_url = "http://10.0.0.2:8790"
 "#;
 
-    const PER_NODE: &str = r#"
+    /// The smallest tunnel-per-node config (also read by describe.rs).
+    pub(crate) const PER_NODE: &str = r#"
 topology = "tunnel-per-node"
 token_file = "/etc/failover-agent/token"
 [connector]

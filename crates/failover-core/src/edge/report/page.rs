@@ -322,7 +322,7 @@ pub fn html(doc: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -370,7 +370,9 @@ mod tests {
         assert_eq!(utc(u64::MAX), "?");
     }
 
-    fn document() -> Value {
+    /// A status document with one origin down and one up, shared by the
+    /// page's and the text's tests.
+    pub(crate) fn document() -> Value {
         json!({
             "version": "0.1.0",
             "revision": "abc123def456",

@@ -124,35 +124,8 @@ fn pad(text: &str, w: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::edge::report::page::tests::document;
     use serde_json::json;
-
-    fn document() -> Value {
-        json!({
-            "version": "0.1.0",
-            "revision": "abc123def456",
-            "now_ms": 1_785_585_605_123u64,
-            "attempt_timeout_ms": 6000,
-            "health_interval_ms": 15000,
-            "health_rise": 2,
-            "origins": [
-                {
-                    "name": "primary", "priority": 0, "state": "down",
-                    "good_streak": 1, "bad_streak": 0, "last_error": "status 530",
-                    "last_change_ms": 1_785_585_593_000u64,
-                    "local": {"state": "down", "since_ms": 1_785_585_593_000u64, "decided_by": "local"},
-                    "colo": {"state": "down", "since_ms": 1_785_585_592_000u64, "confirmed_ms": 1_785_585_603_000u64},
-                    "global": null,
-                },
-                {
-                    "name": "replica", "priority": 1, "state": "up",
-                    "good_streak": 0, "bad_streak": 0, "last_error": null,
-                    "last_change_ms": null,
-                    "local": {"state": "up", "since_ms": null, "decided_by": "local"},
-                    "colo": null, "global": null,
-                },
-            ],
-        })
-    }
 
     // The layout scripts/status.mjs printed before the Worker rendered it,
     // byte for byte.
