@@ -9,6 +9,8 @@
 //! - [`node`]: the node agent's decisions (standby takeover, stand-down,
 //!   primary fail-back, the maintenance flag), which
 //!   `crates/failover-agent` carries out.
+//! - [`notify`]: the events both emit for a person (origin down, node took
+//!   over), their webhook formats, the flap guard and delivery retries.
 //! - Shared by both: [`streak`] (the rise/fall hysteresis every health
 //!   judgement uses) and [`secret`] (constant-time bearer-token checks).
 //!
@@ -31,5 +33,6 @@
 
 pub mod edge;
 pub mod node;
+pub mod notify;
 pub mod secret;
 pub mod streak;
