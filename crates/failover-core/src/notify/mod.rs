@@ -8,7 +8,7 @@
 //! Layout, leaves first:
 //! - [`rfc3339`]: `at` in the form receivers parse.
 //! - [`event`]: [`Event`], its [`Kind`] (the `type` contract) and its JSON.
-//! - [`format`]: the generic JSON, Slack, Discord and ntfy bodies.
+//! - [`format`](mod@format): the generic JSON, Slack, Discord and ntfy bodies.
 //! - [`flap`]: at most one message per subject per interval, the rest
 //!   summarised.
 //! - [`retry`]: when a failed delivery is tried again, and when it is given up.
