@@ -72,3 +72,39 @@ test("the settings table lists exactly the settings the Worker reads, and the OR
   const missingKeys = accepted.filter((k) => !documented.has(k));
   assert.deepEqual(missingKeys, [], `ORIGINS keys missing from the README: ${missingKeys.join(", ")}`);
 });
+
+// The README is read top to bottom by someone setting the system up: the
+// top-level sections come in the order they need them (others may sit in
+// between), and what comes before Development speaks their language, not
+// the project's history (benchmark baselines, issue numbers, bench rounds).
+const topLevel = [...readme.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
+
+test("the README's top-level sections come in a user's order", () => {
+  const order = [
+    "Quick start (tunnel per node)",
+    "Install the agent",
+    "Deploy the Worker",
+    "Verify",
+    "Runbook and troubleshooting",
+    "Reference",
+    "How it works",
+    "Development",
+  ];
+  const found = order.map((h) => topLevel.indexOf(h));
+  const missing = order.filter((_, i) => found[i] === -1);
+  assert.deepEqual(missing, [], `README lacks the sections: ${missing.join(", ")}`);
+  const sorted = [...found].sort((a, b) => a - b);
+  assert.deepEqual(found, sorted, `README's sections are out of order: ${topLevel.join(" | ")}`);
+});
+
+test("the sections for users use none of the project's internal words", () => {
+  const dev = readme.search(/^## Development$/m);
+  assert.ok(dev > 0, "no Development section");
+  const userPart = readme.slice(0, dev);
+  const internal = [/\banchors?\b/i, /\bissue #?\d+/i, /\brounds?\b/i];
+  const hits = [];
+  for (const [n, line] of userPart.split("\n").entries()) {
+    if (internal.some((w) => w.test(line))) hits.push(`${n + 1}: ${line}`);
+  }
+  assert.deepEqual(hits, [], `internal words before ## Development:\n${hits.join("\n")}`);
+});
