@@ -13,7 +13,7 @@
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
-//! - [`global`]: the opt-in global checker (a Durable Object) and its cron.
+//! - [`checker`]: the opt-in global checker (a Durable Object) and its cron.
 //! - [`periodic`]: the three above when due, beside a request, never
 //!   before it while some origin is up.
 //! - [`proxy`]: the full path, the whole request the slow and complete way.
@@ -50,11 +50,11 @@
 
 mod access;
 mod body;
+mod checker;
 mod clock;
 mod colo;
 mod fast;
 mod forward;
-mod global;
 mod isolate;
 mod js_bridge;
 mod log;
@@ -93,5 +93,5 @@ fn panic_on_request(req: &web_sys::Request) {
 /// The Cron Trigger keeps the global checker's alarm chain alive.
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    global::keep_alive(&env).await;
+    checker::keep_alive(&env).await;
 }

@@ -10,14 +10,14 @@ use std::rc::Rc;
 use worker::{Context, Env};
 
 use crate::isolate::Isolate;
-use crate::{clock, colo, global, probe};
+use crate::{checker, clock, colo, probe};
 
 /// Starts whatever work is due for a request on the full path: in the
 /// background, unless no origin is up (then the colo read is awaited).
 pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
     isolate.reconsider_shared_downs();
     let now = clock::now_ms();
-    global::consult_if_due(ctx, env, isolate, now);
+    checker::consult_if_due(ctx, env, isolate, now);
     probe::start_due(ctx, isolate, now);
     if !isolate.colo_read_due(now) {
         return;
@@ -34,7 +34,7 @@ pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
 /// `periodic_work`).
 pub async fn run(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
     let now = clock::now_ms();
-    global::consult_if_due(ctx, env, isolate, now);
+    checker::consult_if_due(ctx, env, isolate, now);
     probe::start_due(ctx, isolate, now);
     colo::refresh(isolate, now).await;
 }
