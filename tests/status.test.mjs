@@ -98,6 +98,11 @@ function runScript(args, env = {}) {
   });
 }
 
+// What a browser sends once its user typed the credentials.
+function basic(credentials) {
+  return `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
+}
+
 // A GET with exactly these headers: fetch() would add `accept: */*` itself.
 function rawGet(url, headers) {
   return new Promise((resolve, reject) => {
@@ -142,9 +147,14 @@ describe("the status page for a person", () => {
     assert.match(res.headers.get("content-security-policy"), /default-src 'none'/);
     const page = await res.text();
     assert.match(page, /^<!doctype html>/);
-    assert.match(page, /<td><div>primary<\/div><\/td><td><div class="down">down<\/div>/);
-    assert.match(page, /<td><div>replica<\/div><\/td><td><div class="up">up<\/div>/);
+    assert.match(page, /<td data-label="Origin"><div>primary<\/div><\/td><td data-label="State"><div class="down">down<\/div>/);
+    assert.match(page, /<td data-label="Origin"><div>replica<\/div><\/td><td data-label="State"><div class="up">up<\/div>/);
     assert.match(page, /<div>status 530<\/div>/);
+    // The headline first: where traffic goes, since when, why.
+    assert.match(page, /<p class="headline tone-failover" id="headline">Serving from replica \(failover\) since \d\d:\d\d UTC — primary down: status 530<\/p>/);
+    assert.match(page, /<meta http-equiv="refresh" content="15">/);
+    assert.match(page, /<dt>Colo health<\/dt><dd>on: /);
+    assert.match(page, /<dt>Global health<\/dt><dd>off: no global checker/);
     // Self-contained, and no more than the JSON shows.
     assert.doesNotMatch(page, /<script|<link|src=|href=|127\.0\.0\.1|s3cret/i);
 
@@ -169,13 +179,68 @@ describe("the status page for a person", () => {
     assert.equal(JSON.parse(bare.body).origins.length, 2);
   });
 
-  test("the page is as strict about the token as the JSON", async () => {
-    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "s3cret-token" }]) {
+  test("the page is as strict about the token as the JSON; a browser is asked for Basic credentials", async () => {
+    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "s3cret-token" }, { authorization: basic("ops:wrong") }]) {
       const denied = await worker.fetch("/__failover/status", { headers: { ...headers, accept: CHROME_ACCEPT } });
       assert.equal(denied.status, 401, JSON.stringify(headers));
-      assert.equal(denied.headers.get("www-authenticate"), "Bearer");
+      assert.equal(denied.headers.get("www-authenticate"), 'Basic realm="tunnel-failover status"');
+      assert.equal(denied.headers.get("vary"), "accept");
+      assert.equal(denied.headers.get("cache-control"), "no-store");
       assert.match(denied.headers.get("content-type"), /^text\/plain/);
-      assert.doesNotMatch(await denied.text(), /primary|replica|127\.0\.0\.1|<html/);
+      assert.doesNotMatch(await denied.text(), /primary|replica|127\.0\.0\.1|<html|s3cret/);
+    }
+    assert.equal(primary.hits("/__failover/status") + replica.hits("/__failover/status"), 0, "never proxied");
+  });
+
+  test("Basic credentials with STATUS_TOKEN as the password open every representation, whatever the user name", async () => {
+    for (const credentials of ["ops:s3cret-token", ":s3cret-token", "anyone at all:s3cret-token"]) {
+      for (const [accept, type] of [
+        [CHROME_ACCEPT, "text/html; charset=utf-8"],
+        ["application/json", "application/json"],
+        ["text/plain", "text/plain; charset=utf-8"],
+      ]) {
+        const res = await worker.fetch("/__failover/status", { headers: { authorization: basic(credentials), accept } });
+        assert.equal(res.status, 200, `${credentials} ${accept}`);
+        assert.equal(res.headers.get("content-type"), type);
+        await res.arrayBuffer();
+      }
+    }
+    // The Bearer token goes on working, for scripts and monitors.
+    const bearer = await worker.fetch("/__failover/status", { headers: auth });
+    assert.equal(bearer.status, 200);
+    await bearer.arrayBuffer();
+  });
+
+  test("hostile or wrong Basic credentials, and a token in the URL, get 401 and nothing else", async () => {
+    const b64 = (bytes) => Buffer.from(bytes).toString("base64");
+    const good = b64("ops:s3cret-token");
+    const refused = [
+      ["a wrong password", basic("ops:s3cret-toke")],
+      ["the token as the user name", basic("s3cret-token:")],
+      ["no colon", basic("s3cret-token")],
+      ["not UTF-8", `Basic ${b64(Buffer.from([0x6f, 0x3a, 0x73, 0x33, 0xff, 0xfe]))}`],
+      ["unpadded", `Basic ${good.replace(/=+$/, "")}`],
+      ["bad padding", `Basic ${good}=`],
+      ["padding inside", `Basic ${good.slice(0, 4)}=${good.slice(5)}`],
+      ["not base64 at all", "Basic ops:s3cret-token"],
+      ["the token in the clear", "Basic s3cret-token"],
+      ["no credentials", "Basic"],
+      ["huge", `Basic ${b64(`ops:s3cret-token${" ".repeat(6000)}`)}`],
+      ["huge, right password", `Basic ${b64(`${"u".repeat(6000)}:s3cret-token`)}`],
+    ];
+    for (const [what, authorization] of refused) {
+      for (const accept of [CHROME_ACCEPT, "application/json"]) {
+        const res = await worker.fetch("/__failover/status", { headers: { authorization, accept } });
+        assert.equal(res.status, 401, `${what} (${accept})`);
+        assert.equal(res.headers.get("www-authenticate"), accept === CHROME_ACCEPT ? 'Basic realm="tunnel-failover status"' : "Bearer", what);
+        assert.doesNotMatch(await res.text(), /primary|replica|127\.0\.0\.1|s3cret/, what);
+      }
+    }
+    // Tokens in URLs end up in logs and browser history: never accepted.
+    for (const query of ["?token=s3cret-token", "?access_token=s3cret-token", "?authorization=Bearer%20s3cret-token"]) {
+      const res = await worker.fetch(`/__failover/status${query}`, { headers: { accept: CHROME_ACCEPT } });
+      assert.equal(res.status, 401, query);
+      await res.arrayBuffer();
     }
     assert.equal(primary.hits("/__failover/status") + replica.hits("/__failover/status"), 0, "never proxied");
   });
@@ -200,7 +265,8 @@ describe("the status page for a person", () => {
     const text = await res.text();
     const lines = text.split("\n");
     assert.equal(lines[0], TITLE);
-    assert.match(lines[1], /^version 0\.1\.0, revision /);
+    assert.match(lines[1], /^\[FAILOVER\] Serving from replica \(failover\) since \d\d:\d\d UTC — primary down: status 530$/);
+    assert.ok(lines.some((l) => /^version 0\.1\.0, revision /.test(l)));
     assert.match(text, /^ORIGIN\s+STATE\s+SINCE\s+LAST ERROR\s+COLO VIEW\s+GLOBAL VIEW$/m);
     assert.match(text, /^primary\s+down\s+.*status 530/m);
     assert.match(text, /^replica\s+up\s+/m);
