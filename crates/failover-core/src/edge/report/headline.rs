@@ -79,10 +79,11 @@ impl Origin<'_> {
         }
     }
 
-    /// Since when it is in the state the headline reports.
+    /// Since when it is in the state the headline reports: since the
+    /// override, when the override is what put it there.
     fn since_ms(&self) -> Option<u64> {
         match self.forced {
-            Some(o) if o.mode.holds_back() || o.mode == Mode::ForceUp => {
+            Some(o) if o.mode.holds_back() || (o.mode == Mode::ForceUp && !self.up) => {
                 o.set_at_ms().or(self.last_change_ms)
             }
             _ => self.last_change_ms,
@@ -106,8 +107,9 @@ impl Origin<'_> {
     }
 }
 
-/// A failure label (edge/classify.rs `Failure::label`) as a person says it.
-fn failure_in_words(label: &str) -> &str {
+/// A failure label (edge/classify.rs `Failure::label`) as a person says it;
+/// any other text as it is.
+pub fn failure_in_words(label: &str) -> &str {
     match label {
         "refused" => "connection refused",
         "network" => "network error",
@@ -487,6 +489,17 @@ mod tests {
             h.text,
             "All origins serving; primary FORCED UP by an override, whatever its health"
         );
+        // Forcing up an origin that is up changes nothing about since when
+        // it serves.
+        let mut healthy_forced = doc(
+            "failover",
+            &[
+                ("primary", "down", 1, Some(AT_1121), Some("refused"), "local"),
+                ("replica", "up", 1, None, None, "local"),
+            ],
+        );
+        healthy_forced["overrides"] = json!({"replica": {"mode": "force-up", "set_at": AT_1130}});
+        assert_eq!(headline(&healthy_forced).since_ms, Some(AT_1121));
         // A cleared override (mode null) is no override.
         forced["overrides"] = json!({"primary": {"mode": null}});
         assert_eq!(headline(&forced).tone, Tone::Failover);

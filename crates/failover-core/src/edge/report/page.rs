@@ -40,8 +40,8 @@ pub fn escape(text: &str) -> String {
 // Colours by class, never by text: the headline's tone (`tone-healthy`,
 // `-degraded`, `-failover`, `-down`, `-unknown`), a verdict's up/down, a change's bad/good. Below 600 px a
 // `.cards` table becomes one card per row, each cell labelled by its
-// column (`data-label`), and the first cell (the origin, the time) is the
-// card's title.
+// column (`data-label`), and the first cell (the origin) is the card's
+// title; a change's card is two lines (time, origin, change; reason).
 const STYLE: &str = "\
 :root{color-scheme:light dark;--muted:#666;--line:#ccc;--up:#1a7f37;--down:#cf222e;--warn:#9a6700;--move:#bc4c00;--tint:rgba(127,127,127,.08)}\
 @media (prefers-color-scheme:dark){:root{--muted:#9a9a9a;--line:#444;--up:#3fb950;--down:#f85149;--warn:#d29922;--move:#f0883e}}\
@@ -68,7 +68,9 @@ dl{grid-template-columns:auto}dd{margin:0 0 .4rem}\
 .cards tr{border:1px solid var(--line);border-radius:.4rem;padding:.5rem .7rem;margin:.6rem 0}\
 .cards td{border:0;padding:.15rem 0;white-space:normal;overflow-wrap:anywhere}\
 .cards td::before{content:attr(data-label);display:block;color:var(--muted);font-size:.75rem;text-transform:uppercase}\
-.cards td:first-child::before{content:none}.cards td:first-child{font-size:1.05rem}}";
+.cards td:first-child::before{content:none}.cards td:first-child{font-size:1.05rem}\
+.cards.changes td{display:inline-block;margin-right:.5rem}.cards.changes td::before{content:none}\
+.cards.changes td:first-child{font-size:inherit;font-weight:600}.cards.changes td:last-child{display:block}}";
 
 /// The whole page. `table` has the content; this only adds markup.
 pub fn html(doc: &serde_json::Value) -> String {
@@ -267,7 +269,7 @@ mod tests {
             "<p class=\"headline tone-failover\" id=\"headline\">Serving from replica (failover) \
              since 11:59 UTC — primary down: status 530</p>",
             "<p class=\"muted\">since 2026-08-01 11:59:53 UTC, 12s ago</p>",
-            "<dt>View</dt><dd>this isolate&#39;s: ",
+            "<dt>View</dt><dd>this isolate: ",
             "<dt>Steering</dt><dd>failover: ",
             "<dt>Colo health</dt><dd>on: ",
             "<dt>Global health</dt><dd>off: ",

@@ -13,7 +13,7 @@
 use serde_json::Value;
 
 use super::changes::{self, Changes};
-use super::headline::{headline, Headline};
+use super::headline::{failure_in_words, headline, Headline};
 use super::overrides::{self, Mode};
 use super::when::{ago, duration, unknown, utc};
 
@@ -130,8 +130,8 @@ fn origins(doc: &Value) -> &[Value] {
 fn view(doc: &Value) -> Vec<(&'static str, String)> {
     let mut lines = vec![(
         "View",
-        "this isolate's: the health map of the one Worker instance that answered, which it \
-         routes requests by"
+        "this isolate: the Worker instance that answered, and the health map it routes \
+         requests by"
             .to_string(),
     )];
     let steering = match doc["steering"].as_str() {
@@ -222,7 +222,8 @@ fn row(
     };
     let last_error = match &origin["last_error"] {
         Value::Null => "none".to_string(),
-        e => text(e),
+        Value::String(e) => failure_in_words(e).to_string(),
+        _ => unknown(),
     };
     vec![
         vec![text(&origin["name"])],
@@ -343,7 +344,7 @@ pub(crate) mod tests {
                 "Global health"
             ]
         );
-        assert!(t.view[0].1.starts_with("this isolate's: "));
+        assert!(t.view[0].1.starts_with("this isolate: "));
         assert_eq!(
             t.view[2].1,
             "primary 1, replica 1 (failover steering does not use them)"

@@ -205,7 +205,7 @@ tunnel-failover status
 version 0.1.0, revision abc123def456
 as of 2026-08-01 12:00:05 UTC
 
-view           this isolate's: the health map of the one Worker instance that answered, which it routes requests by
+view           this isolate: the Worker instance that answered, and the health map it routes requests by
 steering       failover: every request to the first healthy origin, in priority order
 weights        primary 1, replica 1 (failover steering does not use them)
 colo health    on: verdicts shared with the location's other isolates (COLO_HEALTH)
@@ -264,8 +264,8 @@ settings
     fn layouts() {
         const TOP: &str = "tunnel-failover status\n";
         const ABOUT: &str = "version ?, revision ?\nas of ?\n\n\
-             view      this isolate's: the health map of the one Worker instance that answered, \
-             which it routes requests by\nsteering  ?\n";
+             view      this isolate: the Worker instance that answered, and the health map it \
+             routes requests by\nsteering  ?\n";
         let one_origin = json!({"origins": [{"name": "a", "state": "up", "last_error": null,
             "last_change_ms": null, "local": {"decided_by": "colo"}, "colo": null, "global": null}]});
         let cases: &[(&str, Value, String)] = &[
