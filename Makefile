@@ -102,7 +102,7 @@ secret:
 	@$(if $(NAME),,$(error NAME is missing: say which secret, e.g. make secret NAME=STATUS_TOKEN))
 	@$(WRANGLER) secret put '$(NAME)' $(ARGS)
 
-## status: the deployed Worker's status table: make status URL=https://www.example.com (token from STATUS_TOKEN)
+## status: the deployed Worker's status table: make status URL=https://www.example.com (token from STATUS_TOKEN; ARGS="--watch [N]" re-prints every N s, ARGS=--json the document)
 status:
 	@$(if $(URL),,$(error URL is missing: e.g. make status URL=https://www.example.com))
 	@node scripts/status.mjs '$(URL)' $(ARGS)

@@ -4,13 +4,13 @@
 // prints the plain text.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import http from "node:http";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { startOrigin } from "./support/origin.mjs";
 import { startWorker, originsVar, eventually } from "./support/worker.mjs";
-import { TITLE } from "../scripts/status.mjs";
+import { CLEAR, TITLE, frame, parseArgs } from "../scripts/status.mjs";
 
 test("status endpoint with a token", async () => {
   const primary = await startOrigin("primary");
@@ -96,6 +96,46 @@ function runScript(args, env = {}) {
       (error, stdout, stderr) => resolve({ code: error ? error.code : 0, stdout, stderr }),
     );
   });
+}
+
+// Runs scripts/status.mjs until `done(stdout, stderr)` holds, then stops it
+// (a --watch never ends by itself); `tty`: under script(1), so that stdout
+// is a terminal.
+function watchScript(args, env, done, { tty = false, timeoutMs = 20_000 } = {}) {
+  const command = tty
+    ? ["script", ["-qec", [process.execPath, script, ...args].map((a) => `'${a}'`).join(" "), "/dev/null"]]
+    : [process.execPath, [script, ...args]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0], command[1], { env: { PATH: process.env.PATH, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    const timer = setTimeout(() => {
+      child.kill();
+      reject(new Error(`status.mjs ${args.join(" ")}: not done in time\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    const check = () => {
+      if (done(stdout, stderr)) {
+        clearTimeout(timer);
+        child.kill();
+        resolve({ stdout, stderr, code: null });
+      }
+    };
+    child.stdout.on("data", (c) => ((stdout += c), check()));
+    child.stderr.on("data", (c) => ((stderr += c), check()));
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, code });
+    });
+  });
+}
+
+function hasScript() {
+  try {
+    execFileSync("script", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // What a browser sends once its user typed the credentials.
@@ -351,6 +391,124 @@ describe("the status page for a person", () => {
     const usage = await runScript([statusUrl()]);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /no token/);
+  });
+});
+
+test("scripts/status.mjs --watch [N] and --json: their arguments, and a bad N is a usage error", async () => {
+  const env = { STATUS_TOKEN: "t" };
+  const cases = [
+    [["https://h"], null, false],
+    [["https://h", "--watch"], 2, false],
+    [["--watch", "https://h"], 2, false],
+    [["https://h", "--watch", "5"], 5, false],
+    [["https://h", "--watch", "0.5", "--json"], 0.5, true],
+    [["https://h", "--watch=3600"], 3600, false],
+    [["--json", "https://h", "--watch", "--json"], 2, true],
+  ];
+  for (const [argv, watch, json] of cases) {
+    const args = parseArgs(argv, env);
+    assert.deepEqual([args.watch, args.json, args.url.href], [watch, json, "https://h/__failover/status"], argv.join(" "));
+  }
+  for (const bad of ["0", "0.4", "-1", "abc", "1e3", "3601", "2s", "", "Infinity", "NaN", "0x10"]) {
+    const argv = bad === "" ? ["https://h", "--watch="] : ["https://h", "--watch", bad];
+    assert.throws(() => parseArgs(argv, env), /^Error: --watch takes a number of seconds from 0\.5 to 3600; got /, bad);
+  }
+  const usage = await runScript(["https://h", "--watch", "abc"], env);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /^status\.mjs: --watch takes a number of seconds from 0\.5 to 3600; got "abc"\nusage: /);
+
+  // What a frame prints: the screen cleared only on a terminal.
+  const text = `${TITLE}\nrow\n`;
+  assert.equal(frame(text, { json: false, watch: null, tty: true, first: true }), text);
+  assert.equal(frame(text, { json: false, watch: 2, tty: false, first: true }), text);
+  assert.equal(frame(text, { json: false, watch: 2, tty: false, first: false }), `\n${text}`);
+  assert.equal(frame(text, { json: false, watch: 2, tty: true, first: false }), `${CLEAR}${text}\n(every 2 s; Ctrl-C to stop)\n`);
+  const doc = { version: "1", origins: [], odd: "\u009b\u001b\u007f" };
+  assert.equal(frame(doc, { json: true, watch: 2, tty: true, first: false }), '{"version":"1","origins":[],"odd":"\\u009b\\u001b\\u007f"}\n');
+  assert.deepEqual(JSON.parse(frame(doc, { json: true, watch: null, tty: false, first: true })), doc);
+});
+
+describe("scripts/status.mjs against the Worker: --json and --watch", () => {
+  let primary;
+  let replica;
+  let worker;
+  const env = { STATUS_TOKEN: "s3cret-token" };
+  const statusUrl = () => `${worker.url}/__failover/status`;
+
+  before(async () => {
+    primary = await startOrigin("primary");
+    replica = await startOrigin("replica");
+    worker = await startWorker({ ORIGINS: originsVar(primary, replica), STATUS_TOKEN: "s3cret-token" });
+    primary.mode = 530;
+    await (await worker.fetch("/warm")).arrayBuffer();
+  });
+
+  after(async () => {
+    await worker?.dispose();
+    await primary?.stop();
+    await replica?.stop();
+  });
+
+  test("--json prints the document, indented", async () => {
+    const run = await runScript([statusUrl(), "--json"], env);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^\{\n {2}"/);
+    const doc = JSON.parse(run.stdout);
+    assert.deepEqual(
+      doc.origins.map((o) => [o.name, o.state]),
+      [
+        ["primary", "down"],
+        ["replica", "up"],
+      ],
+    );
+    // A proxied path answers JSON too, but not ours.
+    const proxied = await runScript([`${worker.url}/elsewhere`, "--json"], env);
+    assert.equal(proxied.code, 1);
+    assert.match(proxied.stderr, /^status\.mjs: .*answered JSON that is not a status document: is STATUS_TOKEN set on the Worker\?\n$/);
+    const denied = await runScript([statusUrl(), "--json", "--token", "wrong"]);
+    assert.equal(denied.code, 1);
+    assert.match(denied.stderr, /refused the token \(401\)/);
+  });
+
+  test("--watch re-prints, a blank line between answers when stdout is not a terminal", async () => {
+    const run = await watchScript([statusUrl(), "--watch", "0.5"], env, (out) => out.split(`${TITLE}\n`).length > 3);
+    assert.equal(run.stderr, "");
+    assert.doesNotMatch(run.stdout, /\u001b/, "no screen clearing into a file or a pipe");
+    const frames = run.stdout.split(`\n\n${TITLE}\n`);
+    assert.ok(frames.length >= 3, run.stdout);
+    assert.ok(frames[0].startsWith(`${TITLE}\n[FAILOVER] Serving from replica`));
+    for (const f of frames.slice(1, -1)) assert.match(f, /^\[FAILOVER\] Serving from replica/);
+
+    const json = await watchScript([statusUrl(), "--watch", "0.5", "--json"], env, (out) => out.split("\n").length > 2);
+    const lines = json.stdout.split("\n").filter(Boolean);
+    for (const line of lines.slice(0, 2)) assert.equal(JSON.parse(line).origins.length, 2);
+  });
+
+  test("--watch clears the screen on a terminal", { skip: hasScript() ? false : "no script(1) to give it a terminal" }, async () => {
+    const run = await watchScript(
+      [statusUrl(), "--watch", "0.5"],
+      env,
+      (out) => out.split(CLEAR).length > 2,
+      { tty: true },
+    );
+    const frames = run.stdout.split(CLEAR);
+    assert.ok(frames.length > 2);
+    assert.match(frames[1].replace(/\r/g, ""), new RegExp(`^${TITLE}\n\\[FAILOVER\\] Serving from replica[\\s\\S]*\n\\(every 0\\.5 s; Ctrl-C to stop\\)\n$`));
+  });
+
+  test("--watch carries on through failed polls but stops at a refused token", async () => {
+    const denied = await watchScript([statusUrl(), "--watch", "0.5", "--token", "wrong"], {}, () => false);
+    assert.equal(denied.code, 1, "exits by itself");
+    assert.match(denied.stderr, /^status\.mjs: \d\d:\d\d:\d\d UTC: .*refused the token \(401\)/);
+    assert.equal(denied.stdout, "");
+
+    const gone = await startOrigin("gone");
+    await gone.stop();
+    const unreachable = await watchScript([`${gone.url}/__failover/status`, "--watch", "0.5"], env, (_, err) => err.split("\n").length > 2);
+    assert.equal(unreachable.code, null, "still running when stopped");
+    const lines = unreachable.stderr.split("\n").filter(Boolean);
+    assert.ok(lines.length >= 2);
+    for (const line of lines) assert.match(line, /^status\.mjs: \d\d:\d\d:\d\d UTC: cannot reach .*ECONNREFUSED$/);
   });
 });
 
