@@ -83,14 +83,32 @@ fn document() -> Value {
     doc["events_view"] = json!("global");
     // Newest first, as the checker hands them out.
     doc["events"] = json!([
-        event(7, Kind::OriginDown, Some("primary"), 12, "connection refused"),
+        event(
+            7,
+            Kind::OriginDown,
+            Some("primary"),
+            12,
+            "connection refused"
+        ),
         event(6, Kind::OriginUp, Some("primary"), 95, "2 good probes"),
         event(5, Kind::AllUp, None, 97, "replica answers again"),
         event(4, Kind::AllDown, None, 99, "status 530 from probe"),
-        event(3, Kind::OriginDown, Some("replica"), 99, "status 530 from probe"),
+        event(
+            3,
+            Kind::OriginDown,
+            Some("replica"),
+            99,
+            "status 530 from probe"
+        ),
         event(2, Kind::OriginDown, Some("primary"), 110, "timed out"),
         event(1, Kind::OriginUp, Some("primary"), 24 * 60, "2 good probes"),
-        event(0, Kind::OriginDown, Some("primary"), 24 * 60 + 30, "status 502 from probe"),
+        event(
+            0,
+            Kind::OriginDown,
+            Some("primary"),
+            24 * 60 + 30,
+            "status 502 from probe"
+        ),
     ]);
     doc["overrides"] = json!({
         "replica": {"mode": "force-up", "set_at": NOW - 8 * MINUTE, "expires_at": NOW + 52 * MINUTE},

@@ -494,7 +494,14 @@ mod tests {
         let mut healthy_forced = doc(
             "failover",
             &[
-                ("primary", "down", 1, Some(AT_1121), Some("refused"), "local"),
+                (
+                    "primary",
+                    "down",
+                    1,
+                    Some(AT_1121),
+                    Some("refused"),
+                    "local",
+                ),
                 ("replica", "up", 1, None, None, "local"),
             ],
         );
