@@ -28,9 +28,10 @@ test: build dry-run lint test-rust test-worker test-dist
 test-rust:
 	@$(TOOLCHAIN) && cargo test --workspace
 
-## test-worker: the built Worker in Miniflare (tests/*.test.mjs), and a panic-test build for tests/panic.test.mjs
+## test-worker: the built Worker in Miniflare (tests/*.test.mjs), a panic-test build for tests/panic.test.mjs, and the status page in headless chromium (installed if missing)
 test-worker: build
 	@$(TOOLCHAIN) && WORKER_FEATURES=panic-test WORKER_OUT=target/build-panic bash scripts/build-worker.sh
+	@$(TOOLCHAIN) && ensure_chromium
 	@$(TOOLCHAIN) && node --test --test-concurrency=1 tests/*.test.mjs
 
 ## test-dist: the x86_64 .deb built into target/dist-test and checked as dpkg and systemd see it
@@ -101,7 +102,7 @@ secret:
 	@$(if $(NAME),,$(error NAME is missing: say which secret, e.g. make secret NAME=STATUS_TOKEN))
 	@$(WRANGLER) secret put '$(NAME)' $(ARGS)
 
-## status: the deployed Worker's status table: make status URL=https://www.example.com (token from STATUS_TOKEN)
+## status: the deployed Worker's status table: make status URL=https://www.example.com (token from STATUS_TOKEN; ARGS="--watch [N]" re-prints every N s, ARGS=--json the document)
 status:
 	@$(if $(URL),,$(error URL is missing: e.g. make status URL=https://www.example.com))
 	@node scripts/status.mjs '$(URL)' $(ARGS)

@@ -3,12 +3,20 @@
 //
 //   node scripts/status.mjs https://www.example.com/__failover/status   (token from STATUS_TOKEN)
 //   node scripts/status.mjs https://www.example.com --token "$TOKEN"   (a bare host means the default STATUS_PATH)
+//   node scripts/status.mjs https://www.example.com --watch [N]        (again every N s, default 2: a drill)
+//   node scripts/status.mjs https://www.example.com --json             (the JSON document itself)
 //
 // Asks the Worker for its status as plain text, which the core renders
 // (crates/failover-core/src/edge/report/text.rs: the table the status page
-// shows in a browser), and prints it. Exits 1 with one line on stderr when
-// the answer is not the status text (401, an error, a network failure, an
-// origin answering a proxied path), 2 on a usage error. Plain Node 20+, no
+// shows in a browser), and prints it. `--watch` prints it again every N
+// seconds until interrupted, clearing the screen first only when stdout is
+// a terminal (to a file or a pipe each answer follows the last, a blank line
+// between), and carries on through a failed poll (one line on stderr) but
+// not through a refused token. `--json` prints the JSON document instead,
+// indented; with `--watch`, one line per poll (a drill's record, e.g.
+// `> drill.ndjson`). Exits 1 with one line on stderr when the answer is not
+// the status document (401, an error, a network failure, an origin
+// answering a proxied path), 2 on a usage error. Plain Node 20+, no
 // dependencies.
 import { pathToFileURL } from "node:url";
 import process from "node:process";
@@ -31,6 +39,18 @@ export function printable(text) {
 }
 
 class Refused extends Error {}
+// The Worker said no to the token: polling again cannot help.
+class TokenRefused extends Error {}
+
+// `--watch` bounds, in seconds: under half a second is no longer watching
+// but load; over an hour, a cron job's business.
+export const WATCH_DEFAULT_S = 2;
+const WATCH_MIN_S = 0.5;
+const WATCH_MAX_S = 3600;
+
+// Clears a terminal: cursor home, screen, scrollback (so a drill's old
+// frames do not pile up above the new one).
+export const CLEAR = "\u001b[H\u001b[2J\u001b[3J";
 
 // The status URL, with the token in a header only; a bare host gets the
 // default path.
@@ -51,11 +71,12 @@ function shown(url) {
   return `${url.origin}${url.pathname}`;
 }
 
-export async function fetchStatus(url, token) {
+// The status text (`json` false) or the JSON document, parsed (`json` true).
+export async function fetchStatus(url, token, { json = false } = {}) {
   let res;
   try {
     res = await fetch(url, {
-      headers: { accept: "text/plain", authorization: `Bearer ${token}` },
+      headers: { accept: json ? "application/json" : "text/plain", authorization: `Bearer ${token}` },
       redirect: "manual",
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
@@ -65,18 +86,32 @@ export async function fetchStatus(url, token) {
     throw new Error(`cannot reach ${shown(url)}: ${why}`);
   }
   const body = await readBounded(res);
-  if (res.status === 401) throw new Error(`${shown(url)} refused the token (401): check STATUS_TOKEN`);
+  if (res.status === 401) throw new TokenRefused(`${shown(url)} refused the token (401): check STATUS_TOKEN`);
   if (res.status !== 200) throw new Error(`${shown(url)} answered ${res.status}, not the status document`);
   const type = res.headers.get("content-type") ?? "no content-type";
-  if (!/^text\/plain\s*(;|$)/i.test(type)) {
-    throw new Error(`${shown(url)} did not answer text (${type}), not a status document: is this the Worker's STATUS_PATH?`);
+  const expected = json ? /^application\/json\s*(;|$)/i : /^text\/plain\s*(;|$)/i;
+  if (!expected.test(type)) {
+    throw new Error(
+      `${shown(url)} did not answer ${json ? "JSON" : "text"} (${type}), not a status document: is this the Worker's STATUS_PATH?`,
+    );
   }
   // Without STATUS_TOKEN on the Worker the path is proxied: an origin's
-  // text is not ours.
-  if (body.split("\n", 1)[0] !== TITLE) {
-    throw new Error(`${shown(url)} answered text that is not a status document: is STATUS_TOKEN set on the Worker?`);
+  // answer is not ours.
+  const notOurs = `${shown(url)} answered ${json ? "JSON" : "text"} that is not a status document: is STATUS_TOKEN set on the Worker?`;
+  if (!json) {
+    if (body.split("\n", 1)[0] !== TITLE) throw new Error(notOurs);
+    return body;
   }
-  return body;
+  let doc;
+  try {
+    doc = JSON.parse(body);
+  } catch {
+    throw new Error(notOurs);
+  }
+  if (typeof doc !== "object" || doc === null || !Array.isArray(doc.origins) || typeof doc.version !== "string") {
+    throw new Error(notOurs);
+  }
+  return doc;
 }
 
 async function readBounded(res) {
@@ -93,15 +128,30 @@ async function readBounded(res) {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-const USAGE = `usage: node scripts/status.mjs URL [--token TOKEN]
-  URL     the Worker's status endpoint, e.g. https://www.example.com/__failover/status
-          (a bare https://www.example.com means ${DEFAULT_STATUS_PATH})
-  TOKEN   its STATUS_TOKEN; default: the STATUS_TOKEN environment variable
-          (preferred: a --token argument is visible to other local users)`;
+const USAGE = `usage: node scripts/status.mjs URL [--token TOKEN] [--watch [N]] [--json]
+  URL       the Worker's status endpoint, e.g. https://www.example.com/__failover/status
+            (a bare https://www.example.com means ${DEFAULT_STATUS_PATH})
+  TOKEN     its STATUS_TOKEN; default: the STATUS_TOKEN environment variable
+            (preferred: a --token argument is visible to other local users)
+  --watch   print it again every N seconds (default ${WATCH_DEFAULT_S}, ${WATCH_MIN_S} to ${WATCH_MAX_S}) until
+            Ctrl-C, clearing the screen when stdout is a terminal
+  --json    the JSON document instead of the table (with --watch: one line per poll)
+  From make: make status URL=https://www.example.com ARGS="--watch 5"`;
+
+// `--watch`'s N: seconds, a plain decimal number within the bounds.
+export function watchSeconds(text) {
+  const seconds = /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+  if (!(seconds >= WATCH_MIN_S && seconds <= WATCH_MAX_S)) {
+    throw new Refused(`--watch takes a number of seconds from ${WATCH_MIN_S} to ${WATCH_MAX_S}; got ${JSON.stringify(text)}`);
+  }
+  return seconds;
+}
 
 export function parseArgs(argv, env) {
   let url;
   let token = env.STATUS_TOKEN;
+  let watch = null;
+  let json = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "-h" || arg === "--help") return { help: true };
@@ -110,6 +160,16 @@ export function parseArgs(argv, env) {
       token = argv[++i];
     } else if (arg.startsWith("--token=")) {
       token = arg.slice("--token=".length);
+    } else if (arg === "--watch") {
+      // N is optional: the next argument is N when it looks like a number,
+      // or like nothing else (an option starts with '-', a URL has a ':').
+      const next = argv[i + 1];
+      const isN = next !== undefined && (/^-?[\d.]/.test(next) || (!next.startsWith("-") && !next.includes(":")));
+      watch = isN ? watchSeconds(argv[++i]) : WATCH_DEFAULT_S;
+    } else if (arg.startsWith("--watch=")) {
+      watch = watchSeconds(arg.slice("--watch=".length));
+    } else if (arg === "--json") {
+      json = true;
     } else if (arg.startsWith("-")) {
       throw new Refused(`unknown option ${arg}`);
     } else if (url === undefined) {
@@ -121,8 +181,27 @@ export function parseArgs(argv, env) {
   if (url === undefined) throw new Refused("no URL given");
   token = token?.trim();
   if (!token) throw new Refused("no token: pass --token TOKEN or set STATUS_TOKEN");
-  return { url: statusUrl(url), token };
+  return { url: statusUrl(url), token, watch, json };
 }
+
+// What one answer prints as: the text (control characters replaced) or the
+// JSON; when watching, a terminal's screen is cleared first and the last
+// line says how to stop, and elsewhere frames are kept apart by a blank
+// line (JSON: one line each).
+export function frame(answer, { json, watch, tty, first }) {
+  if (json) {
+    // JSON.stringify escapes C0 in strings but writes DEL and C1 (U+009B
+    // is CSI on its own) as they are: escape those too, still valid JSON.
+    const text = watch === null ? JSON.stringify(answer, null, 2) : JSON.stringify(answer);
+    return `${text.replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)}\n`;
+  }
+  const text = printable(answer);
+  if (watch === null) return text;
+  if (tty) return `${CLEAR}${text}\n(every ${watch} s; Ctrl-C to stop)\n`;
+  return first ? text : `\n${text}`;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main() {
   let args;
@@ -137,11 +216,24 @@ async function main() {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  try {
-    process.stdout.write(printable(await fetchStatus(args.url, args.token)));
-  } catch (e) {
-    process.stderr.write(`status.mjs: ${e.message}\n`);
-    process.exitCode = 1;
+  const tty = Boolean(process.stdout.isTTY);
+  for (let first = true; ; first = false) {
+    try {
+      const answer = await fetchStatus(args.url, args.token, { json: args.json });
+      process.stdout.write(frame(answer, { json: args.json, watch: args.watch, tty, first }));
+    } catch (e) {
+      // Once: any failure is the answer. Watching: a drill can make the
+      // Worker briefly unreachable, so a failed poll is reported and the
+      // next one tried; a refused token is final.
+      const stamp = args.watch === null ? "" : `${new Date().toISOString().slice(11, 19)} UTC: `;
+      process.stderr.write(`status.mjs: ${stamp}${e.message}\n`);
+      if (args.watch === null || e instanceof TokenRefused) {
+        process.exitCode = 1;
+        return;
+      }
+    }
+    if (args.watch === null) return;
+    await sleep(args.watch * 1000);
   }
 }
 

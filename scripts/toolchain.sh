@@ -84,6 +84,37 @@ ensure_npm_packages() {
   fi
 }
 
+# Debian's chromium, for the status page's browser test
+# (tests/status-browser.test.mjs), installed like bench/run.sh installs
+# nginx and wrk: apt-get as root or through sudo that needs no password.
+# Where neither works, the test skips and says why, except under CI (CI
+# is set), where the install must succeed: a skipped browser test there
+# would pass without having run.
+ensure_chromium() {
+  if command -v chromium >/dev/null || command -v chromium-browser >/dev/null ||
+    { [ -n "${CHROMIUM:-}" ] && command -v "$CHROMIUM" >/dev/null; }; then
+    return
+  fi
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null || ! sudo -n true 2>/dev/null; then
+      [ -z "${CI:-}" ] || fail "chromium is missing and this user cannot install it" "sudo apt-get install -y chromium"
+      step "chromium is missing: the status page's browser test will skip (sudo apt-get install chromium)"
+      return
+    fi
+    sudo=(sudo -n)
+  fi
+  local install=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)
+  step "installing chromium from Debian's packages for the browser test: ${install[*]}"
+  if ! "${install[@]}" >&2; then
+    step "retrying after: ${sudo[*]} apt-get update"
+    { "${sudo[@]}" apt-get update >&2 && "${install[@]}" >&2; } || {
+      [ -z "${CI:-}" ] || fail "could not install chromium" "${sudo[*]} apt-get update && ${install[*]}"
+      step "could not install chromium: the status page's browser test will skip"
+    }
+  fi
+}
+
 ensure_tools() {
   local wbg
   wbg=$(wasm_bindgen_version)

@@ -1,12 +1,14 @@
-//! `GET STATUS_PATH` with `Authorization: Bearer <STATUS_TOKEN>`: the health
-//! map as JSON, as an HTML page for a client that prefers `text/html` (a
-//! browser), or as plain text for one that prefers `text/plain`
-//! (scripts/status.mjs). Without a configured token the path is proxied like
-//! any other.
+//! `GET STATUS_PATH` with the token, as `Authorization: Bearer <STATUS_TOKEN>`
+//! or as the password of Basic credentials (what a browser sends, after
+//! asking its user once): the health map as JSON, as an HTML page for a
+//! client that prefers `text/html` (a browser), or as plain text for one
+//! that prefers `text/plain` (scripts/status.mjs). Without a configured
+//! token the path is proxied like any other. Never a token in the URL: it
+//! would end up in logs and browser history.
 
 use failover_core::edge::report::negotiate::{self, Representation};
 use failover_core::edge::report::{self, page, text, BuildInfo};
-use failover_core::secret::bearer_matches;
+use failover_core::secret::bearer_or_basic_matches;
 use worker::web_sys;
 
 use crate::isolate::Isolate;
@@ -20,13 +22,24 @@ const BUILD: BuildInfo<'static> = BuildInfo {
 /// The answer to a request `target::is_status_request` matched (the fast
 /// path's copy of that test is `upstreamUrl` in src/js/lease.mjs): 401
 /// without the right token, else the document in the representation the
-/// client's `Accept` prefers, never cached.
-pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
+/// client's `Accept` prefers, never cached. `global_health`: whether the
+/// global checker's binding exists (the page says so).
+pub fn answer(req: &web_sys::Request, isolate: &Isolate, global_health: bool) -> web_sys::Response {
     let token = isolate.config.status_token.as_deref().unwrap_or("");
     let presented = req.headers().get("authorization").ok().flatten();
-    if !bearer_matches(presented.as_deref(), token) {
-        let res = plain(401, "a valid bearer token is required");
-        let _ = res.headers().set("www-authenticate", "Bearer");
+    let accept = req.headers().get("accept").ok().flatten();
+    let representation = negotiate::representation(accept.as_deref());
+    if !bearer_or_basic_matches(presented.as_deref(), token) {
+        let res = plain(
+            401,
+            "the status token is required: Authorization: Bearer <STATUS_TOKEN>, \
+             or Basic credentials with STATUS_TOKEN as the password (any user name)",
+        );
+        let headers = res.headers();
+        let _ = headers.set("www-authenticate", negotiate::challenge(representation));
+        // The challenge depends on Accept: no cache may hand a browser's
+        // to a script.
+        let _ = headers.set("vary", "accept");
         return res;
     }
     let mut doc = report::status_document(
@@ -36,8 +49,8 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
         crate::clock::now_ms(),
     );
     report::add_replay_buffer(&mut doc, &isolate.budget());
-    let accept = req.headers().get("accept").ok().flatten();
-    let res = match negotiate::representation(accept.as_deref()) {
+    report::add_global_health(&mut doc, global_health);
+    let res = match representation {
         Representation::Html => {
             let res = plain(200, &page::html(&doc));
             let headers = res.headers();

@@ -4,13 +4,13 @@
 // prints the plain text.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import http from "node:http";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { startOrigin } from "./support/origin.mjs";
 import { startWorker, originsVar, eventually } from "./support/worker.mjs";
-import { TITLE } from "../scripts/status.mjs";
+import { CLEAR, TITLE, frame, parseArgs } from "../scripts/status.mjs";
 
 test("status endpoint with a token", async () => {
   const primary = await startOrigin("primary");
@@ -98,6 +98,51 @@ function runScript(args, env = {}) {
   });
 }
 
+// Runs scripts/status.mjs until `done(stdout, stderr)` holds, then stops it
+// (a --watch never ends by itself); `tty`: under script(1), so that stdout
+// is a terminal.
+function watchScript(args, env, done, { tty = false, timeoutMs = 20_000 } = {}) {
+  const command = tty
+    ? ["script", ["-qec", [process.execPath, script, ...args].map((a) => `'${a}'`).join(" "), "/dev/null"]]
+    : [process.execPath, [script, ...args]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0], command[1], { env: { PATH: process.env.PATH, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    const timer = setTimeout(() => {
+      child.kill();
+      reject(new Error(`status.mjs ${args.join(" ")}: not done in time\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    const check = () => {
+      if (done(stdout, stderr)) {
+        clearTimeout(timer);
+        child.kill();
+        resolve({ stdout, stderr, code: null });
+      }
+    };
+    child.stdout.on("data", (c) => ((stdout += c), check()));
+    child.stderr.on("data", (c) => ((stderr += c), check()));
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, code });
+    });
+  });
+}
+
+function hasScript() {
+  try {
+    execFileSync("script", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// What a browser sends once its user typed the credentials.
+function basic(credentials) {
+  return `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
+}
+
 // A GET with exactly these headers: fetch() would add `accept: */*` itself.
 function rawGet(url, headers) {
   return new Promise((resolve, reject) => {
@@ -142,9 +187,14 @@ describe("the status page for a person", () => {
     assert.match(res.headers.get("content-security-policy"), /default-src 'none'/);
     const page = await res.text();
     assert.match(page, /^<!doctype html>/);
-    assert.match(page, /<td><div>primary<\/div><\/td><td><div class="down">down<\/div>/);
-    assert.match(page, /<td><div>replica<\/div><\/td><td><div class="up">up<\/div>/);
+    assert.match(page, /<td data-label="Origin"><div>primary<\/div><\/td><td data-label="State"><div class="down">down<\/div>/);
+    assert.match(page, /<td data-label="Origin"><div>replica<\/div><\/td><td data-label="State"><div class="up">up<\/div>/);
     assert.match(page, /<div>status 530<\/div>/);
+    // The headline first: where traffic goes, since when, why.
+    assert.match(page, /<p class="headline tone-failover" id="headline">Serving from replica \(failover\) since \d\d:\d\d UTC — primary down: status 530<\/p>/);
+    assert.match(page, /<meta http-equiv="refresh" content="15">/);
+    assert.match(page, /<dt>Colo health<\/dt><dd>on: /);
+    assert.match(page, /<dt>Global health<\/dt><dd>off: no global checker/);
     // Self-contained, and no more than the JSON shows.
     assert.doesNotMatch(page, /<script|<link|src=|href=|127\.0\.0\.1|s3cret/i);
 
@@ -169,13 +219,68 @@ describe("the status page for a person", () => {
     assert.equal(JSON.parse(bare.body).origins.length, 2);
   });
 
-  test("the page is as strict about the token as the JSON", async () => {
-    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "s3cret-token" }]) {
+  test("the page is as strict about the token as the JSON; a browser is asked for Basic credentials", async () => {
+    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "s3cret-token" }, { authorization: basic("ops:wrong") }]) {
       const denied = await worker.fetch("/__failover/status", { headers: { ...headers, accept: CHROME_ACCEPT } });
       assert.equal(denied.status, 401, JSON.stringify(headers));
-      assert.equal(denied.headers.get("www-authenticate"), "Bearer");
+      assert.equal(denied.headers.get("www-authenticate"), 'Basic realm="tunnel-failover status"');
+      assert.equal(denied.headers.get("vary"), "accept");
+      assert.equal(denied.headers.get("cache-control"), "no-store");
       assert.match(denied.headers.get("content-type"), /^text\/plain/);
-      assert.doesNotMatch(await denied.text(), /primary|replica|127\.0\.0\.1|<html/);
+      assert.doesNotMatch(await denied.text(), /primary|replica|127\.0\.0\.1|<html|s3cret/);
+    }
+    assert.equal(primary.hits("/__failover/status") + replica.hits("/__failover/status"), 0, "never proxied");
+  });
+
+  test("Basic credentials with STATUS_TOKEN as the password open every representation, whatever the user name", async () => {
+    for (const credentials of ["ops:s3cret-token", ":s3cret-token", "anyone at all:s3cret-token"]) {
+      for (const [accept, type] of [
+        [CHROME_ACCEPT, "text/html; charset=utf-8"],
+        ["application/json", "application/json"],
+        ["text/plain", "text/plain; charset=utf-8"],
+      ]) {
+        const res = await worker.fetch("/__failover/status", { headers: { authorization: basic(credentials), accept } });
+        assert.equal(res.status, 200, `${credentials} ${accept}`);
+        assert.equal(res.headers.get("content-type"), type);
+        await res.arrayBuffer();
+      }
+    }
+    // The Bearer token goes on working, for scripts and monitors.
+    const bearer = await worker.fetch("/__failover/status", { headers: auth });
+    assert.equal(bearer.status, 200);
+    await bearer.arrayBuffer();
+  });
+
+  test("hostile or wrong Basic credentials, and a token in the URL, get 401 and nothing else", async () => {
+    const b64 = (bytes) => Buffer.from(bytes).toString("base64");
+    const good = b64("ops:s3cret-token");
+    const refused = [
+      ["a wrong password", basic("ops:s3cret-toke")],
+      ["the token as the user name", basic("s3cret-token:")],
+      ["no colon", basic("s3cret-token")],
+      ["not UTF-8", `Basic ${b64(Buffer.from([0x6f, 0x3a, 0x73, 0x33, 0xff, 0xfe]))}`],
+      ["unpadded", `Basic ${good.replace(/=+$/, "")}`],
+      ["bad padding", `Basic ${good}=`],
+      ["padding inside", `Basic ${good.slice(0, 4)}=${good.slice(5)}`],
+      ["not base64 at all", "Basic ops:s3cret-token"],
+      ["the token in the clear", "Basic s3cret-token"],
+      ["no credentials", "Basic"],
+      ["huge", `Basic ${b64(`ops:s3cret-token${" ".repeat(6000)}`)}`],
+      ["huge, right password", `Basic ${b64(`${"u".repeat(6000)}:s3cret-token`)}`],
+    ];
+    for (const [what, authorization] of refused) {
+      for (const accept of [CHROME_ACCEPT, "application/json"]) {
+        const res = await worker.fetch("/__failover/status", { headers: { authorization, accept } });
+        assert.equal(res.status, 401, `${what} (${accept})`);
+        assert.equal(res.headers.get("www-authenticate"), accept === CHROME_ACCEPT ? 'Basic realm="tunnel-failover status"' : "Bearer", what);
+        assert.doesNotMatch(await res.text(), /primary|replica|127\.0\.0\.1|s3cret/, what);
+      }
+    }
+    // Tokens in URLs end up in logs and browser history: never accepted.
+    for (const query of ["?token=s3cret-token", "?access_token=s3cret-token", "?authorization=Bearer%20s3cret-token"]) {
+      const res = await worker.fetch(`/__failover/status${query}`, { headers: { accept: CHROME_ACCEPT } });
+      assert.equal(res.status, 401, query);
+      await res.arrayBuffer();
     }
     assert.equal(primary.hits("/__failover/status") + replica.hits("/__failover/status"), 0, "never proxied");
   });
@@ -200,7 +305,8 @@ describe("the status page for a person", () => {
     const text = await res.text();
     const lines = text.split("\n");
     assert.equal(lines[0], TITLE);
-    assert.match(lines[1], /^version 0\.1\.0, revision /);
+    assert.match(lines[1], /^\[FAILOVER\] Serving from replica \(failover\) since \d\d:\d\d UTC — primary down: status 530$/);
+    assert.ok(lines.some((l) => /^version 0\.1\.0, revision /.test(l)));
     assert.match(text, /^ORIGIN\s+STATE\s+SINCE\s+LAST ERROR\s+COLO VIEW\s+GLOBAL VIEW$/m);
     assert.match(text, /^primary\s+down\s+.*status 530/m);
     assert.match(text, /^replica\s+up\s+/m);
@@ -285,6 +391,124 @@ describe("the status page for a person", () => {
     const usage = await runScript([statusUrl()]);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /no token/);
+  });
+});
+
+test("scripts/status.mjs --watch [N] and --json: their arguments, and a bad N is a usage error", async () => {
+  const env = { STATUS_TOKEN: "t" };
+  const cases = [
+    [["https://h"], null, false],
+    [["https://h", "--watch"], 2, false],
+    [["--watch", "https://h"], 2, false],
+    [["https://h", "--watch", "5"], 5, false],
+    [["https://h", "--watch", "0.5", "--json"], 0.5, true],
+    [["https://h", "--watch=3600"], 3600, false],
+    [["--json", "https://h", "--watch", "--json"], 2, true],
+  ];
+  for (const [argv, watch, json] of cases) {
+    const args = parseArgs(argv, env);
+    assert.deepEqual([args.watch, args.json, args.url.href], [watch, json, "https://h/__failover/status"], argv.join(" "));
+  }
+  for (const bad of ["0", "0.4", "-1", "abc", "1e3", "3601", "2s", "", "Infinity", "NaN", "0x10"]) {
+    const argv = bad === "" ? ["https://h", "--watch="] : ["https://h", "--watch", bad];
+    assert.throws(() => parseArgs(argv, env), /^Error: --watch takes a number of seconds from 0\.5 to 3600; got /, bad);
+  }
+  const usage = await runScript(["https://h", "--watch", "abc"], env);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /^status\.mjs: --watch takes a number of seconds from 0\.5 to 3600; got "abc"\nusage: /);
+
+  // What a frame prints: the screen cleared only on a terminal.
+  const text = `${TITLE}\nrow\n`;
+  assert.equal(frame(text, { json: false, watch: null, tty: true, first: true }), text);
+  assert.equal(frame(text, { json: false, watch: 2, tty: false, first: true }), text);
+  assert.equal(frame(text, { json: false, watch: 2, tty: false, first: false }), `\n${text}`);
+  assert.equal(frame(text, { json: false, watch: 2, tty: true, first: false }), `${CLEAR}${text}\n(every 2 s; Ctrl-C to stop)\n`);
+  const doc = { version: "1", origins: [], odd: "\u009b\u001b\u007f" };
+  assert.equal(frame(doc, { json: true, watch: 2, tty: true, first: false }), '{"version":"1","origins":[],"odd":"\\u009b\\u001b\\u007f"}\n');
+  assert.deepEqual(JSON.parse(frame(doc, { json: true, watch: null, tty: false, first: true })), doc);
+});
+
+describe("scripts/status.mjs against the Worker: --json and --watch", () => {
+  let primary;
+  let replica;
+  let worker;
+  const env = { STATUS_TOKEN: "s3cret-token" };
+  const statusUrl = () => `${worker.url}/__failover/status`;
+
+  before(async () => {
+    primary = await startOrigin("primary");
+    replica = await startOrigin("replica");
+    worker = await startWorker({ ORIGINS: originsVar(primary, replica), STATUS_TOKEN: "s3cret-token" });
+    primary.mode = 530;
+    await (await worker.fetch("/warm")).arrayBuffer();
+  });
+
+  after(async () => {
+    await worker?.dispose();
+    await primary?.stop();
+    await replica?.stop();
+  });
+
+  test("--json prints the document, indented", async () => {
+    const run = await runScript([statusUrl(), "--json"], env);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^\{\n {2}"/);
+    const doc = JSON.parse(run.stdout);
+    assert.deepEqual(
+      doc.origins.map((o) => [o.name, o.state]),
+      [
+        ["primary", "down"],
+        ["replica", "up"],
+      ],
+    );
+    // A proxied path answers JSON too, but not ours.
+    const proxied = await runScript([`${worker.url}/elsewhere`, "--json"], env);
+    assert.equal(proxied.code, 1);
+    assert.match(proxied.stderr, /^status\.mjs: .*answered JSON that is not a status document: is STATUS_TOKEN set on the Worker\?\n$/);
+    const denied = await runScript([statusUrl(), "--json", "--token", "wrong"]);
+    assert.equal(denied.code, 1);
+    assert.match(denied.stderr, /refused the token \(401\)/);
+  });
+
+  test("--watch re-prints, a blank line between answers when stdout is not a terminal", async () => {
+    const run = await watchScript([statusUrl(), "--watch", "0.5"], env, (out) => out.split(`${TITLE}\n`).length > 3);
+    assert.equal(run.stderr, "");
+    assert.doesNotMatch(run.stdout, /\u001b/, "no screen clearing into a file or a pipe");
+    const frames = run.stdout.split(`\n\n${TITLE}\n`);
+    assert.ok(frames.length >= 3, run.stdout);
+    assert.ok(frames[0].startsWith(`${TITLE}\n[FAILOVER] Serving from replica`));
+    for (const f of frames.slice(1, -1)) assert.match(f, /^\[FAILOVER\] Serving from replica/);
+
+    const json = await watchScript([statusUrl(), "--watch", "0.5", "--json"], env, (out) => out.split("\n").length > 2);
+    const lines = json.stdout.split("\n").filter(Boolean);
+    for (const line of lines.slice(0, 2)) assert.equal(JSON.parse(line).origins.length, 2);
+  });
+
+  test("--watch clears the screen on a terminal", { skip: hasScript() ? false : "no script(1) to give it a terminal" }, async () => {
+    const run = await watchScript(
+      [statusUrl(), "--watch", "0.5"],
+      env,
+      (out) => out.split(CLEAR).length > 2,
+      { tty: true },
+    );
+    const frames = run.stdout.split(CLEAR);
+    assert.ok(frames.length > 2);
+    assert.match(frames[1].replace(/\r/g, ""), new RegExp(`^${TITLE}\n\\[FAILOVER\\] Serving from replica[\\s\\S]*\n\\(every 0\\.5 s; Ctrl-C to stop\\)\n$`));
+  });
+
+  test("--watch carries on through failed polls but stops at a refused token", async () => {
+    const denied = await watchScript([statusUrl(), "--watch", "0.5", "--token", "wrong"], {}, () => false);
+    assert.equal(denied.code, 1, "exits by itself");
+    assert.match(denied.stderr, /^status\.mjs: \d\d:\d\d:\d\d UTC: .*refused the token \(401\)/);
+    assert.equal(denied.stdout, "");
+
+    const gone = await startOrigin("gone");
+    await gone.stop();
+    const unreachable = await watchScript([`${gone.url}/__failover/status`, "--watch", "0.5"], env, (_, err) => err.split("\n").length > 2);
+    assert.equal(unreachable.code, null, "still running when stopped");
+    const lines = unreachable.stderr.split("\n").filter(Boolean);
+    assert.ok(lines.length >= 2);
+    for (const line of lines) assert.match(line, /^status\.mjs: \d\d:\d\d:\d\d UTC: cannot reach .*ECONNREFUSED$/);
   });
 });
 

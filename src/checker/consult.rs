@@ -24,6 +24,11 @@ fn max_age(config: &WorkerConfig) -> Duration {
     Duration::from_millis(config.health_interval_ms.saturating_mul(3))
 }
 
+/// Whether global health is on: the binding exists.
+pub fn configured(env: &Env) -> bool {
+    env.durable_object(BINDING).is_ok()
+}
+
 /// Asks the checker for its verdicts if the consultation is due; never on
 /// the request path.
 pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u64) {

@@ -18,4 +18,4 @@ mod consult;
 mod object;
 mod probes;
 
-pub use consult::{consult_if_due, keep_alive};
+pub use consult::{configured, consult_if_due, keep_alive};

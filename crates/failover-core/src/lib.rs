@@ -12,7 +12,8 @@
 //! - [`notify`]: the events both emit for a person (origin down, node took
 //!   over), their webhook formats, the flap guard and delivery retries.
 //! - Shared by both: [`streak`] (the rise/fall hysteresis every health
-//!   judgement uses) and [`secret`] (constant-time bearer-token checks).
+//!   judgement uses) and [`secret`] (constant-time bearer-token checks,
+//!   and Basic credentials for a browser, with [`base64`] under it).
 //!
 //! The rule of this crate: a decision goes here, anything a test would
 //! table, as a plain function or a state machine that takes the time as an
@@ -31,6 +32,7 @@
 // fails the build all the same.
 #![warn(missing_docs)]
 
+pub mod base64;
 pub mod edge;
 pub mod node;
 pub mod notify;

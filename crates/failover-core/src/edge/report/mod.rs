@@ -1,8 +1,8 @@
 //! The JSON the Worker writes: one log line per health change and per failed
 //! attempt, and the status endpoint's document (and the same document for a
-//! person: an HTML page in [`page`], plain text in [`text`], chosen by
-//! [`negotiate`]). Built here so the shell only prints strings, and so the
-//! format is tested.
+//! person: an HTML page in [`page`], plain text in [`text`], both drawing
+//! [`table`], chosen by [`negotiate`]). Built here so the shell only prints
+//! strings, and so the format is tested.
 
 use serde_json::{json, Value};
 
@@ -12,10 +12,16 @@ use crate::edge::health::{HealthMap, Transition};
 use crate::edge::shared::SharedVerdict;
 
 // The page and the text are views of `status_document`, so they sit under
-// this module, with the choice between them.
+// this module, with the choice between them. Leaves first: the times, the
+// overrides, the headline, the history, the table both views draw.
+pub mod changes;
+pub mod headline;
 pub mod negotiate;
+pub mod overrides;
 pub mod page;
+pub mod table;
 pub mod text;
+pub mod when;
 
 /// What was built into the deployed Worker.
 #[derive(Clone, Copy, Debug)]
@@ -125,6 +131,12 @@ pub fn add_replay_buffer(doc: &mut Value, budget: &crate::edge::budget::ReplayBu
     });
 }
 
+/// Whether the global checker is on (the shell knows: it is a binding, not
+/// a setting), for the page's headline facts and for any reader of the JSON.
+pub fn add_global_health(doc: &mut Value, on: bool) {
+    doc["global_health"] = json!(on);
+}
+
 /// The status document, for [`status`] to print and [`page::html`] and
 /// [`text::render`] to render.
 pub fn status_document(
@@ -170,6 +182,7 @@ pub fn status_document(
         "health_rise": config.health_rise,
         "steering": config.steering.as_str(),
         "hash_key": config.hash_key.describe(),
+        "colo_health": config.colo_health,
         "affinity": json!({
             "mode": config.affinity.mode.as_str(),
             "ttl_s": config.affinity.ttl_s,
@@ -217,6 +230,11 @@ mod tests {
         assert_eq!(doc["origins"][1]["state"], "up");
         assert_eq!(doc["origins"][1]["last_error"], Value::Null);
         assert_eq!(doc["origins"][0]["colo"], Value::Null);
+        assert_eq!(doc["colo_health"], true);
+        assert_eq!(doc["global_health"], Value::Null, "the shell adds it");
+        let mut with = doc.clone();
+        add_global_health(&mut with, true);
+        assert_eq!(with["global_health"], true);
         h.adopt(
             1,
             SharedVerdict {

@@ -34,6 +34,23 @@ pub fn representation(accept: Option<&str>) -> Representation {
     }
 }
 
+/// The realm a browser shows when it asks for the credentials (and keys
+/// what it remembers by).
+pub const REALM: &str = "tunnel-failover status";
+
+/// The `WWW-Authenticate` challenge of a 401 from the status endpoint. A
+/// client that would get the page (a browser) is asked for Basic
+/// credentials, so it shows its login dialog once and remembers them (the
+/// password is `STATUS_TOKEN`, the user name anything); every other client
+/// (a script, a monitor, `make status`) keeps the `Bearer` challenge it
+/// always got, which no browser answers with a dialog.
+pub fn challenge(representation: Representation) -> &'static str {
+    match representation {
+        Representation::Html => "Basic realm=\"tunnel-failover status\"",
+        Representation::Json | Representation::Text => "Bearer",
+    }
+}
+
 /// The q (in thousandths) that `accept` gives `kind/sub`: that of the most
 /// specific range matching it (`kind/sub` over `kind/*` over `*/*`), 0 when
 /// none does. A range with an unreadable q is ignored.
@@ -179,6 +196,22 @@ mod tests {
         for (accept, expected) in cases {
             assert_eq!(representation(Some(accept)), *expected, "{accept:?}");
         }
+    }
+
+    #[test]
+    fn browsers_are_asked_for_basic_credentials_and_scripts_for_a_bearer_token() {
+        let cases: &[(Option<&str>, &str)] = &[
+            (Some(CHROME), "Basic realm=\"tunnel-failover status\""),
+            (Some(FIREFOX), "Basic realm=\"tunnel-failover status\""),
+            (None, "Bearer"),
+            (Some("*/*"), "Bearer"),
+            (Some("application/json"), "Bearer"),
+            (Some("text/plain"), "Bearer"),
+        ];
+        for (accept, expected) in cases {
+            assert_eq!(challenge(representation(*accept)), *expected, "{accept:?}");
+        }
+        assert!(challenge(Representation::Html).contains(&format!("realm=\"{REALM}\"")));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::page::{table, StatusTable, COLUMNS, TITLE};
+use super::table::{table, StatusTable, COLUMNS, TITLE};
 
 /// Between two columns.
 const GUTTER: &str = "  ";
@@ -18,14 +18,23 @@ const GUTTER: &str = "  ";
 ///
 /// ```text
 /// tunnel-failover status
+/// [FAILOVER] Serving from replica (failover) since 11:59 UTC — primary down: status 530
+///            since 2026-08-01 11:59:53 UTC, 12s ago
 /// version 0.1.0, revision abc123def456
 /// as of 2026-08-01 12:00:05 UTC
 ///
-/// ORIGIN   STATE             SINCE ...
-/// primary  down              12s ago ...
-///          decided by local  2026-08-01 11:59:53 UTC ...
+/// view           this isolate: ...
+/// steering       failover: ...
 ///
-/// replica  up                isolate start ...
+/// ORIGIN   STATE                    SINCE ...
+/// primary  down                     12s ago ...
+///          decided by this isolate  2026-08-01 11:59:53 UTC ...
+///
+/// replica  up                       isolate start ...
+///
+/// Recent changes, as the global checker saw them
+///   TIME          ORIGIN   CHANGE     REASON
+///   11:59:53 UTC  primary  up → down  status 530
 ///
 /// settings
 ///   attempt timeout  6 s
@@ -37,9 +46,87 @@ pub fn render(doc: &Value) -> String {
 }
 
 fn lines(t: &StatusTable) -> Vec<String> {
-    let header: Vec<Vec<String>> = COLUMNS.iter().map(|c| vec![c.to_uppercase()]).collect();
+    let mut out = vec![TITLE.to_string()];
+    let tag = format!("[{}] ", t.headline.tone.as_str().to_ascii_uppercase());
+    out.push(printable(&format!("{tag}{}", t.headline.text)));
+    if let Some(detail) = &t.headline_detail {
+        out.push(printable(&format!("{}{detail}", " ".repeat(tag.len()))));
+    }
+    out.extend(t.about.iter().map(|l| printable(l)));
+    out.push(String::new());
+    let view: Vec<(String, &str)> = t
+        .view
+        .iter()
+        .map(|(what, value)| (what.to_ascii_lowercase(), value.as_str()))
+        .collect();
+    out.extend(pairs(&view, ""));
+    out.push(String::new());
+    let header: Vec<String> = COLUMNS.iter().map(|c| c.to_ascii_uppercase()).collect();
+    out.extend(grid(&header, &t.rows, "", true));
+    if !t.overrides.is_empty() {
+        out.push(String::new());
+        out.push("overrides".to_string());
+        out.extend(
+            t.overrides
+                .iter()
+                .map(|o| printable(&format!("{GUTTER}{}", o.text))),
+        );
+    }
+    if let Some(changes) = &t.changes {
+        out.push(String::new());
+        out.push(printable(&changes.title));
+        if changes.rows.is_empty() {
+            out.push(format!("{GUTTER}no change recorded yet"));
+        } else {
+            let header: Vec<String> = ["time", "origin", "change", "reason"]
+                .iter()
+                .map(|c| c.to_ascii_uppercase())
+                .collect();
+            let rows: Vec<Vec<Vec<String>>> = changes
+                .rows
+                .iter()
+                .map(|c| {
+                    [&c.time, &c.subject, &c.change, &c.reason]
+                        .iter()
+                        .map(|cell| vec![cell.to_string()])
+                        .collect()
+                })
+                .collect();
+            out.extend(grid(&header, &rows, GUTTER, false));
+        }
+    }
+    if !t.settings.is_empty() {
+        let settings: Vec<(String, &str)> = t
+            .settings
+            .iter()
+            .map(|(what, value)| (what.to_string(), value.as_str()))
+            .collect();
+        out.push(String::new());
+        out.push("settings".to_string());
+        out.extend(pairs(&settings, GUTTER));
+    }
+    out
+}
+
+/// `what  value` lines, the values aligned.
+fn pairs(pairs: &[(String, &str)], indent: &str) -> Vec<String> {
+    let w = pairs.iter().map(|(what, _)| width(what)).max().unwrap_or(0);
+    pairs
+        .iter()
+        .map(|(what, value)| {
+            printable(&format!("{indent}{}{GUTTER}{value}", pad(what, w)))
+                .trim_end_matches(' ')
+                .to_string()
+        })
+        .collect()
+}
+
+/// A header and rows of cells, each cell one or more lines, in aligned
+/// columns; `spaced`: a blank line between rows (not after the header).
+fn grid(header: &[String], rows: &[Vec<Vec<String>>], indent: &str, spaced: bool) -> Vec<String> {
+    let header: Vec<Vec<String>> = header.iter().map(|c| vec![c.clone()]).collect();
     let grid: Vec<Vec<Vec<String>>> = std::iter::once(&header)
-        .chain(&t.rows)
+        .chain(rows)
         .map(|cells| {
             cells
                 .iter()
@@ -47,7 +134,7 @@ fn lines(t: &StatusTable) -> Vec<String> {
                 .collect()
         })
         .collect();
-    let widths: Vec<usize> = (0..COLUMNS.len())
+    let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             grid.iter()
                 .filter_map(|cells| cells.get(i))
@@ -57,13 +144,9 @@ fn lines(t: &StatusTable) -> Vec<String> {
                 .unwrap_or(0)
         })
         .collect();
-
-    let mut out = vec![TITLE.to_string()];
-    out.extend(t.about.iter().map(|l| printable(l)));
-    out.push(String::new());
+    let mut out = Vec::new();
     for (r, cells) in grid.iter().enumerate() {
-        // Not between the header and the first origin.
-        if r > 1 {
+        if spaced && r > 1 {
             out.push(String::new());
         }
         let height = cells.iter().map(Vec::len).max().unwrap_or(0);
@@ -79,24 +162,11 @@ fn lines(t: &StatusTable) -> Vec<String> {
                     pad(text, w)
                 })
                 .collect();
-            out.push(line.join(GUTTER).trim_end_matches(' ').to_string());
-        }
-    }
-    if !t.settings.is_empty() {
-        let w = t
-            .settings
-            .iter()
-            .map(|(what, _)| width(what))
-            .max()
-            .unwrap_or(0);
-        out.push(String::new());
-        out.push("settings".to_string());
-        for (what, value) in &t.settings {
-            out.push(format!(
-                "{GUTTER}{}{GUTTER}{}",
-                pad(what, w),
-                printable(value)
-            ));
+            out.push(
+                format!("{indent}{}", line.join(GUTTER))
+                    .trim_end_matches(' ')
+                    .to_string(),
+            );
         }
     }
     out
@@ -124,60 +194,107 @@ fn pad(text: &str, w: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::edge::report::page::tests::document;
+    use crate::edge::report::table::tests::{document, document_with_history};
     use serde_json::json;
 
-    // The layout scripts/status.mjs printed before the Worker rendered it,
-    // byte for byte.
+    // The whole text for the shared test document, byte for byte.
     const EXPECTED: &str = "\
 tunnel-failover status
+[FAILOVER] Serving from replica (failover) since 11:59 UTC — primary down: status 530
+           since 2026-08-01 11:59:53 UTC, 12s ago
 version 0.1.0, revision abc123def456
 as of 2026-08-01 12:00:05 UTC
 
-ORIGIN   STATE               SINCE                    LAST ERROR  COLO VIEW                GLOBAL VIEW
-primary  down                12s ago                  status 530  down                     not read
-         decided by local    2026-08-01 11:59:53 UTC              since 13s ago
-         1 of 2 good probes                                       2026-08-01 11:59:52 UTC
-                                                                  confirmed 2s ago
+view           this isolate: the Worker instance that answered, and the health map it routes requests by
+steering       failover: every request to the first healthy origin, in priority order
+weights        primary 1, replica 1 (failover steering does not use them)
+colo health    on: verdicts shared with the location's other isolates (COLO_HEALTH)
+global health  off: no global checker (no HEALTH_CHECKER binding)
 
-replica  up                  isolate start            none        not read                 not read
-         decided by local
+ORIGIN   STATE                    SINCE                    LAST ERROR  COLO VIEW                GLOBAL VIEW
+primary  down                     12s ago                  status 530  down                     not read
+         decided by this isolate  2026-08-01 11:59:53 UTC              since 13s ago
+         1 of 2 good probes                                            2026-08-01 11:59:52 UTC
+                                                                       confirmed 2s ago
+
+replica  up                       isolate start            none        not read                 not read
+         decided by this isolate
 
 settings
   attempt timeout              6 s
   probe interval while down    15 s
   good probes to come back up  2";
 
+    // What a history and an override add, between the origins and the
+    // settings.
+    const WITH_HISTORY: &str = "\
+replica  up                       isolate start            none        not read                 not read
+         decided by this isolate
+         override: FORCED UP
+
+overrides
+  replica: FORCED UP: gets traffic whatever its health (set 11:50 UTC, until 13:00 UTC)
+
+Recent changes, as the global checker saw them
+  TIME                     ORIGIN   CHANGE     REASON
+  11:59:53 UTC             primary  up → down  status 530
+  2026-07-31 22:10:00 UTC  primary  down → up  2 good probes (and 2 more changes)
+
+settings
+";
+
     #[test]
     fn the_text() {
         assert_eq!(render(&document()), EXPECTED);
+        let text = render(&document_with_history());
+        assert!(text.contains(WITH_HISTORY), "{text}");
+        assert!(text
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("[FAILOVER] ")));
+        let mut empty = document();
+        empty["events"] = serde_json::json!([]);
+        empty["events_view"] = serde_json::json!("isolate");
+        assert!(render(&empty).contains(
+            "\n\nRecent changes, as seen by this isolate only\n  no change recorded yet\n\nsettings\n"
+        ));
     }
 
     #[test]
     fn layouts() {
+        const TOP: &str = "tunnel-failover status\n";
+        const ABOUT: &str = "version ?, revision ?\nas of ?\n\n\
+             view      this isolate: the Worker instance that answered, and the health map it \
+             routes requests by\nsteering  ?\n";
         let one_origin = json!({"origins": [{"name": "a", "state": "up", "last_error": null,
             "last_change_ms": null, "local": {"decided_by": "colo"}, "colo": null, "global": null}]});
-        let cases: &[(&str, Value, &str)] = &[
+        let cases: &[(&str, Value, String)] = &[
             (
                 "nothing readable: every cell says ?, no settings block",
                 json!(null),
-                "tunnel-failover status\nversion ?, revision ?\nas of ?\n\n\
-                 ORIGIN  STATE  SINCE  LAST ERROR  COLO VIEW  GLOBAL VIEW",
+                format!(
+                    "{TOP}[UNKNOWN] Origin health unknown\n{ABOUT}\n\
+                     ORIGIN  STATE  SINCE  LAST ERROR  COLO VIEW  GLOBAL VIEW"
+                ),
             ),
             (
                 "one origin: no blank line after the header",
                 one_origin,
-                "tunnel-failover status\nversion ?, revision ?\nas of ?\n\n\
-                 ORIGIN  STATE            SINCE          LAST ERROR  COLO VIEW  GLOBAL VIEW\n\
-                 a       up               isolate start  none        not read   not read\n\
-                 \x20       decided by colo",
+                format!(
+                    "{TOP}[HEALTHY] All origins healthy\n{ABOUT}weights   a ?\n\n\
+                     ORIGIN  STATE                SINCE          LAST ERROR  COLO VIEW  GLOBAL VIEW\n\
+                     a       up                   isolate start  none        not read   not read\n\
+                     \x20       decided by the colo"
+                ),
             ),
             (
                 "a setting alone",
                 json!({"health_rise": 3, "origins": []}),
-                "tunnel-failover status\nversion ?, revision ?\nas of ?\n\n\
-                 ORIGIN  STATE  SINCE  LAST ERROR  COLO VIEW  GLOBAL VIEW\n\n\
-                 settings\n  good probes to come back up  3",
+                format!(
+                    "{TOP}[UNKNOWN] Origin health unknown\n{ABOUT}\n\
+                     ORIGIN  STATE  SINCE  LAST ERROR  COLO VIEW  GLOBAL VIEW\n\n\
+                     settings\n  good probes to come back up  3"
+                ),
             ),
         ];
         for (what, doc, expected) in cases {
@@ -204,6 +321,30 @@ settings
                 doc[key] = json!(raw);
                 let out = render(&doc);
                 assert!(out.contains(shown), "{key} {raw:?} in\n{out}");
+            }
+            for key in ["steering", "events_view"] {
+                let mut doc = document_with_history();
+                doc[key] = json!(raw);
+                let out = render(&doc);
+                assert!(
+                    !out.chars().any(|c| c.is_control() && c != '\n'),
+                    "{key} {raw:?}"
+                );
+            }
+            for path in [&["origin"][..], &["reason"], &["at"], &["from"]] {
+                let mut doc = document_with_history();
+                doc["events"][1]["at_ms"] = json!(null);
+                let mut at = &mut doc["events"][1];
+                for key in path {
+                    at = &mut at[*key];
+                }
+                *at = json!(raw);
+                let out = render(&doc);
+                assert!(
+                    !out.chars().any(|c| c.is_control() && c != '\n'),
+                    "{path:?} {raw:?}"
+                );
+                assert!(out.contains(shown), "{path:?} {raw:?} in\n{out}");
             }
             for path in [
                 &["name"][..],
@@ -235,7 +376,7 @@ settings
         }
     }
 
-    // scripts/status.mjs printed this row, byte for byte.
+    // Every column stays where the header puts it, whatever the strings.
     #[test]
     fn a_hostile_row_keeps_its_columns() {
         let mut doc = document();
@@ -249,7 +390,7 @@ settings
             .unwrap_or_default();
         assert_eq!(
             row,
-            "?[2J?]0;pwned?<script>  down?             12s ago                  ?31m        \
+            "?[2J?]0;pwned?<script>  down?                    12s ago                  ?31m        \
              down                     not read"
         );
     }
