@@ -108,3 +108,30 @@ test("the sections for users use none of the project's internal words", () => {
   }
   assert.deepEqual(hits, [], `internal words before ## Development:\n${hits.join("\n")}`);
 });
+
+test("the README's download commands name this version's release files", () => {
+  const cargo = read("Cargo.toml");
+  const version = cargo.match(/\[workspace\.package\][^[]*?^version = "([^"]+)"/m)?.[1];
+  assert.ok(version, "no [workspace.package] version in Cargo.toml");
+  const repo = cargo.match(/^repository = "([^"]+)"/m)?.[1];
+  assert.ok(repo, "no repository in Cargo.toml's [workspace.package]");
+  const urls = [...readme.matchAll(/https:\/\/github\.com\/\S+?\/releases\/download\/\S+/g)].map((m) => m[0]);
+  assert.ok(urls.length >= 3, `only ${urls.length} download URLs found`);
+  const deb = version.replace("-", "~");
+  const files = new Set([
+    `failover-agent_${deb}_amd64.deb`,
+    `failover-agent_${deb}_arm64.deb`,
+    `failover-agent-${version}-x86_64-linux-musl`,
+    `failover-agent-${version}-aarch64-linux-musl`,
+    `tunnel-failover-worker-${version}.tar.gz`,
+    "SHA256SUMS",
+  ]);
+  for (const url of urls) {
+    const prefix = `${repo}/releases/download/v${version}/`;
+    assert.ok(url.startsWith(prefix), `${url} is not under ${prefix}`);
+    assert.ok(files.has(url.slice(prefix.length)), `${url}: no release file of that name`);
+  }
+  // ...and the names the README shows are the ones the scripts write.
+  assert.match(read("scripts/worker-bundle.sh"), /^NAME=tunnel-failover-worker-\$VERSION$/m);
+  assert.match(read("scripts/dist.sh"), /failover-agent_\$\{DEB_VERSION\}_\$\{debarch\}\.deb/);
+});
