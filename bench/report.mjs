@@ -3,7 +3,9 @@
 // product against the anchor, then the steering policies against each other
 // and the floors. Medians over rounds; ratios are taken within each round.
 // Nothing here fails on a figure: the machines are shared and noisy, so
-// compare within one run only. The steering table, the second failover and
+// compare within one run only. A run without the anchor (bench/plan.mjs)
+// shows the product's figures with "skipped" in the anchor's column and
+// lists what it skipped, and why, under the table. The steering table, the second failover and
 // silence print their targets and whether the figures clear them (for the
 // ratios: whether the median's 95% interval does).
 //
@@ -31,6 +33,10 @@ const median = (xs) => {
 };
 const round1 = (x) => (x === null || x === undefined ? null : Math.round(x * 10) / 10);
 const round3 = (x) => (x === null || x === undefined ? null : Math.round(x * 1000) / 1000);
+
+// What this run could not take (no anchor on this machine): bench/plan.mjs.
+const plan = records.find((r) => r.kind === "plan")?.result ?? null;
+const anchorSkipped = plan ? !plan.anchor : false;
 
 // ---- throughput and latency ------------------------------------------------
 
@@ -250,36 +256,41 @@ for (const t of ["product", "anchor"]) {
 
 const rows = [];
 const num = (x, digits = 0) =>
-  x === null || x === undefined ? "—" : x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  x === null || x === undefined || Number.isNaN(x)
+    ? "—"
+    : x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+// The anchor's cell: its figure, or "skipped" when this run had no anchor.
+const A = (text) => (anchorSkipped ? "skipped" : text);
+const minus = (a, b) => (a === null || a === undefined || b === null || b === undefined ? null : a - b);
 const ratio = (a, b) => (a === null || b === null || a === undefined || b === undefined || b === 0 ? null : a / b);
 const row = (figure, product, anchor, r, origin = "") =>
   rows.push([figure, product, anchor, r === null || r === undefined ? "—" : `${r.toFixed(2)}x`, origin]);
 
 const sizeName = { "2k": "2 KiB", "1m": "1 MiB" };
 for (const s of ["2k", "1m"]) {
-  const { product: p, anchor: a, origin: o } = loaded[s];
-  if (!p || !a) continue;
-  row(`throughput ${sizeName[s]}, req/s (higher is better)`, num(p.rps), num(a.rps), ratio(p.rps, a.rps), o ? num(o.rps) : "");
-  row(`  spread over ${p.rounds} rounds, req/s`, `${num(p.rps_min)}–${num(p.rps_max)}`, `${num(a.rps_min)}–${num(a.rps_max)}`, null, o ? `${num(o.rps_min)}–${num(o.rps_max)}` : "");
+  const { product: p, anchor: a = null, origin: o } = loaded[s];
+  if (!p || (!a && !anchorSkipped)) continue;
+  row(`throughput ${sizeName[s]}, req/s (higher is better)`, num(p.rps), A(num(a?.rps)), ratio(p.rps, a?.rps), o ? num(o.rps) : "");
+  row(`  spread over ${p.rounds} rounds, req/s`, `${num(p.rps_min)}–${num(p.rps_max)}`, A(`${num(a?.rps_min)}–${num(a?.rps_max)}`), null, o ? `${num(o.rps_min)}–${num(o.rps_max)}` : "");
   const paired = loaded[s].paired_ratio;
   if (paired) row(`  product / anchor within each round: range, median`, `${paired.min.toFixed(2)}–${paired.max.toFixed(2)}`, "", paired.median);
-  row(`p50 ${sizeName[s]}, ms`, num(p.p50_ms, 2), num(a.p50_ms, 2), ratio(p.p50_ms, a.p50_ms), o ? num(o.p50_ms, 2) : "");
-  row(`p99 ${sizeName[s]}, ms`, num(p.p99_ms, 2), num(a.p99_ms, 2), ratio(p.p99_ms, a.p99_ms), o ? num(o.p99_ms, 2) : "");
+  row(`p50 ${sizeName[s]}, ms`, num(p.p50_ms, 2), A(num(a?.p50_ms, 2)), ratio(p.p50_ms, a?.p50_ms), o ? num(o.p50_ms, 2) : "");
+  row(`p99 ${sizeName[s]}, ms`, num(p.p99_ms, 2), A(num(a?.p99_ms, 2)), ratio(p.p99_ms, a?.p99_ms), o ? num(o.p99_ms, 2) : "");
   if (o) {
     row(
       `latency added over origin, p50 ${sizeName[s]}, ms`,
       num(p.p50_ms - o.p50_ms, 2),
-      num(a.p50_ms - o.p50_ms, 2),
-      ratio(p.p50_ms - o.p50_ms, a.p50_ms - o.p50_ms),
+      A(num(minus(a?.p50_ms, o.p50_ms), 2)),
+      ratio(p.p50_ms - o.p50_ms, minus(a?.p50_ms, o.p50_ms)),
     );
   }
 }
 {
-  const { product: p, anchor: a, origin: o } = unloaded;
-  if (p && a) {
-    row("unloaded p50 2 KiB (wrk -c1), ms", num(p.p50_ms, 3), num(a.p50_ms, 3), ratio(p.p50_ms, a.p50_ms), o ? num(o.p50_ms, 3) : "");
+  const { product: p, anchor: a = null, origin: o } = unloaded;
+  if (p && (a || anchorSkipped)) {
+    row("unloaded p50 2 KiB (wrk -c1), ms", num(p.p50_ms, 3), A(num(a?.p50_ms, 3)), ratio(p.p50_ms, a?.p50_ms), o ? num(o.p50_ms, 3) : "");
     if (o) {
-      row("  latency added over origin, unloaded, ms", num(p.p50_ms - o.p50_ms, 3), num(a.p50_ms - o.p50_ms, 3), ratio(p.p50_ms - o.p50_ms, a.p50_ms - o.p50_ms));
+      row("  latency added over origin, unloaded, ms", num(p.p50_ms - o.p50_ms, 3), A(num(minus(a?.p50_ms, o.p50_ms), 3)), ratio(p.p50_ms - o.p50_ms, minus(a?.p50_ms, o.p50_ms)));
     }
   }
 }
@@ -292,17 +303,17 @@ for (const fault of ["kill", "hang"]) {
   if (!f) continue;
   const show = (x) => (!x ? "—" : x.first_good_ms === null ? `none in ${num(x.window_ms)}` : num(x.first_good_ms, 1));
   const what = fault === "kill" ? "killed" : "hanging (SIGSTOP)";
-  row(`first good response after primary ${what}, ms`, show(f.product), show(f.anchor), ratio(f.product?.first_good_ms ?? null, f.anchor?.first_good_ms ?? null));
+  row(`first good response after primary ${what}, ms`, show(f.product), A(show(f.anchor)), ratio(f.product?.first_good_ms ?? null, f.anchor?.first_good_ms ?? null));
   row(
     `  failed requests of those sent after the fault`,
     f.product ? `${f.product.failed_after_fault} of ${f.product.requests_after_fault}` : "—",
-    f.anchor ? `${f.anchor.failed_after_fault} of ${f.anchor.requests_after_fault}` : "—",
+    A(f.anchor ? `${f.anchor.failed_after_fault} of ${f.anchor.requests_after_fault}` : "—"),
     null,
   );
 }
 if (killUnderLoad.product || killUnderLoad.anchor) {
   const show = (k) => (k ? `${num(k.failed)} of ${num(k.requests)}` : "—");
-  row("failed requests, primary killed under load (should be 0)", show(killUnderLoad.product), show(killUnderLoad.anchor), null);
+  row("failed requests, primary killed under load (should be 0)", show(killUnderLoad.product), A(show(killUnderLoad.anchor)), null);
 }
 if (refail) {
   const ms = (x) => (x ? `${num(x.median, 1)} (${num(x.min, 1)}–${num(x.max, 1)})` : "—");
@@ -326,7 +337,7 @@ if (size.wasm_raw) {
   row(
     "script size gzip -9 (JS + wasm), KB",
     num((size.js_gzip + size.wasm_gzip) / 1000, 1),
-    num(size.anchor_gzip / 1000, 1),
+    A(num(size.anchor_gzip == null ? null : size.anchor_gzip / 1000, 1)),
     ratio(size.js_gzip + size.wasm_gzip, size.anchor_gzip),
   );
 }
@@ -334,7 +345,7 @@ if (cold.product.reps || cold.anchor.reps) {
   row(
     `cold start, median of ${cold.product.reps}, ms`,
     num(cold.product.median_ms, 1),
-    num(cold.anchor.median_ms, 1),
+    A(num(cold.anchor.median_ms, 1)),
     ratio(cold.product.median_ms, cold.anchor.median_ms),
   );
 }
@@ -450,12 +461,18 @@ if (steeringTable) {
     console.log(`  product attempts failed during the steering rounds (should be 0): ${steering.failed_attempts}`);
   }
 }
+if (plan && plan.skipped.length > 0) {
+  console.log();
+  console.log("Skipped in this run:");
+  for (const { row, why } of plan.skipped) console.log(`  ${row}: ${why}`);
+}
 console.log("Noisy shared machine: compare within one run only.");
 if (meta.wall_s) console.log(`bench time: ${Math.floor(meta.wall_s / 60)} min ${meta.wall_s % 60} s`);
 
 const doc = {
   timestamp,
   meta,
+  plan,
   summary: {
     loaded,
     unloaded,

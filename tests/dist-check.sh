@@ -331,6 +331,20 @@ for deb in "${debs[@]}"; do
   ! grep -i 'shared tunnel\|of the pair' <<<"$(field Description | head -1)"
   verdict $? "the package's synopsis is not the shared tunnel's alone"
 
+  # --- the changelog: CHANGELOG.md's section for this version ---
+  changelog=$root/usr/share/doc/failover-agent/changelog.gz
+  if command -v dpkg-parsechangelog >/dev/null; then
+    check "changelog.gz parses and its top entry is $file_version" \
+      test "$(zcat "$changelog" | dpkg-parsechangelog -l - -S Version 2>/dev/null)" = "$file_version"
+  else
+    skip "changelog.gz: dpkg-parsechangelog not installed (dpkg-dev)"
+  fi
+  # The first words of the version's CHANGELOG.md section reach the package.
+  first_words=$(CHANGELOG="$ROOT/CHANGELOG.md" bash "$ROOT/scripts/changelog.sh" notes "${file_version/\~/-}" 2>/dev/null |
+    grep -m1 -E '^[-*]? ?[A-Za-z]' | sed -E 's/^[-*] //' | awk '{ print $1, $2, $3 }')
+  check "changelog.gz carries CHANGELOG.md's section (\"$first_words ...\")" \
+    bash -c 'test -n "$1" && zcat "$2" | tr -s " \n" "  " | grep -qF -- "$1"' _ "$first_words" "$changelog"
+
   # --- the man page and the completion ---
   page=$root/usr/share/man/man1/failover-agent.1.gz
   sections=$(man_sections "$page")

@@ -2,7 +2,9 @@
 // user to run exists, every repository file it names is there, and the
 // Worker's settings table lists exactly the settings the Worker reads (the
 // SETTINGS list in crates/failover-core/src/edge/config/vars.rs) and the
-// ORIGINS keys it accepts. Plain Node, no Worker needed.
+// ORIGINS keys it accepts; the agent's reference lists exactly the config
+// keys the agent accepts (crates/failover-agent/src/config/), and every
+// `section.key` named anywhere exists. Plain Node, no Worker needed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
@@ -107,4 +109,92 @@ test("the sections for users use none of the project's internal words", () => {
     if (internal.some((w) => w.test(line))) hits.push(`${n + 1}: ${line}`);
   }
   assert.deepEqual(hits, [], `internal words before ## Development:\n${hits.join("\n")}`);
+});
+
+test("the README's download commands name this version's release files", () => {
+  const cargo = read("Cargo.toml");
+  const version = cargo.match(/\[workspace\.package\][^[]*?^version = "([^"]+)"/m)?.[1];
+  assert.ok(version, "no [workspace.package] version in Cargo.toml");
+  const repo = cargo.match(/^repository = "([^"]+)"/m)?.[1];
+  assert.ok(repo, "no repository in Cargo.toml's [workspace.package]");
+  const urls = [...readme.matchAll(/https:\/\/github\.com\/\S+?\/releases\/download\/\S+/g)].map((m) => m[0]);
+  assert.ok(urls.length >= 3, `only ${urls.length} download URLs found`);
+  const deb = version.replace("-", "~");
+  const files = new Set([
+    `failover-agent_${deb}_amd64.deb`,
+    `failover-agent_${deb}_arm64.deb`,
+    `failover-agent-${version}-x86_64-linux-musl`,
+    `failover-agent-${version}-aarch64-linux-musl`,
+    `tunnel-failover-worker-${version}.tar.gz`,
+    "SHA256SUMS",
+  ]);
+  for (const url of urls) {
+    const prefix = `${repo}/releases/download/v${version}/`;
+    assert.ok(url.startsWith(prefix), `${url} is not under ${prefix}`);
+    assert.ok(files.has(url.slice(prefix.length)), `${url}: no release file of that name`);
+  }
+  // ...and the names the README shows are the ones the scripts write.
+  assert.match(read("scripts/worker-bundle.sh"), /^NAME=tunnel-failover-worker-\$VERSION$/m);
+  assert.match(read("scripts/dist.sh"), /failover-agent_\$\{DEB_VERSION\}_\$\{debarch\}\.deb/);
+});
+
+// The agent's config keys, as crates/failover-agent/src/config/mod.rs
+// accepts them: `top.only(&[...])` lists the top level, and each
+// `let s = top.section("name")` followed by `s.only(&[...])` a section's.
+function agentConfigKeys() {
+  const src = read("crates/failover-agent/src/config/mod.rs");
+  const list = (text) => [...text.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]);
+  const top = src.match(/\btop\.only\(&\[([\s\S]*?)\]\)/);
+  assert.ok(top, "top.only(&[...]) not found in the agent's config/mod.rs");
+  const sections = new Map();
+  for (const m of src.matchAll(/let (\w+) = top\.section\("([a-z_]+)"\)/g)) sections.set(m[1], m[2]);
+  assert.ok(sections.size >= 4, `only ${sections.size} sections found in the agent's config/mod.rs`);
+  const keys = new Set(list(top[1]).filter((k) => ![...sections.values()].includes(k)));
+  for (const [variable, section] of sections) {
+    const only = src.match(new RegExp(`\\b${variable}\\.only\\(&\\[([\\s\\S]*?)\\]\\)`));
+    assert.ok(only, `${variable}.only(&[...]) not found for [${section}]`);
+    for (const key of list(only[1])) keys.add(`${section}.${key}`);
+  }
+  return { keys, sections: new Set(sections.values()) };
+}
+
+// The README's agent reference: the first column of the table under
+// "### Agent configuration". A cell may name several keys of one section:
+// `connector.start_command`, `stop_command`, `status_command`.
+function readmeAgentKeys() {
+  const start = readme.search(/^### Agent configuration$/m);
+  assert.ok(start >= 0, "README has no '### Agent configuration' section");
+  const rest = readme.slice(readme.indexOf("\n", start) + 1);
+  const section = rest.slice(0, rest.search(/^#{1,3} /m));
+  const keys = new Set();
+  for (const m of section.matchAll(/^\| (`[^|]+) \|/gm)) {
+    let prefix = "";
+    for (const [, name] of m[1].matchAll(/`([a-z_.]+)`/g)) {
+      if (name.includes(".")) prefix = name.slice(0, name.indexOf(".") + 1);
+      keys.add(name.includes(".") ? name : prefix + name);
+    }
+  }
+  return keys;
+}
+
+test("the README's agent reference lists exactly the keys the agent's config accepts", () => {
+  const { keys } = agentConfigKeys();
+  const documented = readmeAgentKeys();
+  assert.ok(keys.size >= 25, `only ${keys.size} agent keys found: is config/mod.rs still read?`);
+  const undocumented = [...keys].filter((k) => !documented.has(k));
+  assert.deepEqual(undocumented, [], `agent config keys missing from the README's table: ${undocumented.join(", ")}`);
+  const unknown = [...documented].filter((k) => !keys.has(k));
+  assert.deepEqual(unknown, [], `README's agent table names keys the agent refuses: ${unknown.join(", ")}`);
+});
+
+test("every section.key of the agent the README names anywhere is one the agent accepts", () => {
+  const { keys, sections } = agentConfigKeys();
+  const pattern = new RegExp(`^(?:${[...sections].join("|")})\\.[a-z_]+$`);
+  // (A file such as tests/system/connector.mjs is no key.)
+  const named = new Set(
+    spans.flatMap((span) => span.split(/[\s,=]+/)).filter((w) => pattern.test(w) && !/\.(mjs|js|rs|toml|sh|json)$/.test(w)),
+  );
+  assert.ok(named.size >= 10, `only ${named.size} section.key names found`);
+  const unknown = [...named].filter((k) => !keys.has(k));
+  assert.deepEqual(unknown, [], `README names agent keys that do not exist: ${unknown.join(", ")}`);
 });
