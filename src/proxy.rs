@@ -17,7 +17,7 @@ use worker::{js_sys, web_sys, Context, Env};
 use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
 use crate::isolate::Isolate;
-use crate::{access, clock, checker, colo, js_bridge, log, periodic, probe, respond, status};
+use crate::{access, checker, clock, colo, js_bridge, log, periodic, probe, respond, status};
 
 /// The whole request, the slow and complete way. `first` is an attempt the
 /// fast path (src/js/entry.mjs) already made and that did not succeed: the
