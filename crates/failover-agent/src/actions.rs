@@ -28,10 +28,12 @@ enum Plan {
 
 /// Carries out a decision: logs it, then runs its actions in order. The
 /// caller holds the turn across the observation, the decision and this, so
-/// that an API order cannot slip in between.
-pub(crate) async fn carry_out(shared: &Shared, outcome: &Outcome, _turn: &Turn<'_>) {
+/// that an API order cannot slip in between. Whether it was carried out:
+/// every start and stop it asked for succeeded (what a notification and
+/// the history may then report).
+pub(crate) async fn carry_out(shared: &Shared, outcome: &Outcome, _turn: &Turn<'_>) -> bool {
     if outcome.decision == Decision::Hold {
-        return;
+        return false;
     }
     let message = format!(
         "decision {}: {}",
@@ -46,17 +48,25 @@ pub(crate) async fn carry_out(shared: &Shared, outcome: &Outcome, _turn: &Turn<'
         shared.probes().last_transition_unix = Some(now.as_secs_f64());
     }
     let mut peer_took_it = false;
+    let mut carried = true;
     for action in outcome.actions {
         shared.alive();
         let plan = Plan::Decision(outcome.decision);
-        if !matches!(
-            act(shared, *action, plan, &mut peer_took_it).await,
-            Ok(true)
-        ) {
-            break;
+        match act(shared, *action, plan, &mut peer_took_it).await {
+            Ok(true) => {}
+            Ok(false) => break,
+            // A failed stop (logged by `act`) is decided again at the next
+            // local look, which still sees the connector running; what
+            // follows it still runs.
+            Err(_) if *action == Action::StopLocal => carried = false,
+            Err(_) => {
+                carried = false;
+                break;
+            }
         }
     }
     shared.alive();
+    carried
 }
 
 /// Why an order was not carried out.
@@ -129,15 +139,14 @@ async fn act(
                 ));
                 Ok(true)
             }
-            Err(e) => match plan {
-                Plan::Decision(_) => {
+            Err(e) => {
+                if let Plan::Decision(_) = plan {
                     log::error(&format!(
                         "stopping the local connector failed: {e}; deciding again at the next poll"
                     ));
-                    Ok(true)
                 }
-                Plan::Order => Err(e),
-            },
+                Err(e)
+            }
         },
         (Action::AwaitLocalReady, _) => {
             let bound = shared.config.command_timeout;

@@ -19,6 +19,9 @@
 //! - `state`: what the monitor and the API share; `metrics`: `/metrics`.
 //! - `connector`: systemd / command control; `client` and `url`: outbound
 //!   HTTP with deadlines; `readiness`: reading cloudflared's `/ready`.
+//! - `notify`: `[notify]`'s webhooks, a bounded outbox per destination
+//!   emptied in the background; `announce`: a carried-out decision made
+//!   into the core's event and queued there.
 //! - `status_text` (`status` for a person), `build`, `sd_notify`, `log` (one
 //!   line each, control characters escaped, a threshold: `log_level`,
 //!   `-v`/`-q`).
@@ -32,6 +35,7 @@
 //! [`Error`], as in mini-redis.
 
 mod actions;
+mod announce;
 mod api;
 mod build;
 mod client;
@@ -42,6 +46,7 @@ pub mod log;
 mod manual;
 mod metrics;
 mod monitor;
+mod notify;
 mod peer;
 mod protocol;
 mod readiness;
@@ -121,6 +126,7 @@ pub async fn serve_with(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
     let client = client::Client::new()?;
+    let destinations = config.notify_destinations().map_err(|e| e.to_string())?;
     log::info(&format!(
         "failover-agent {} ({}) listening on {} as {} ({}); connector via {}; poll every {} ms \
          (take over after {} misses), fail back after {} good egress checks {} ms apart{}",
@@ -139,7 +145,21 @@ pub async fn serve_with(
             a.health_url, a.timing.interval_ms, a.timing.fall, a.timing.rise
         ))
     ));
-    let shared = Arc::new(state::Shared::new(config, token, client, control));
+    let notifying = if destinations.is_empty() {
+        "no [notify]".to_string()
+    } else {
+        let formats: Vec<&str> = destinations.iter().map(|d| d.format.as_str()).collect();
+        format!("decisions told to {} ([notify])", formats.join(", "))
+    };
+    log::info(&notifying);
+    let shared = Arc::new(state::Shared::new(
+        config,
+        token,
+        client,
+        control,
+        destinations,
+    ));
+    shared.outbox.spawn(&shared.client);
     let mut api = tokio::spawn(api::serve(listener, Arc::clone(&shared)));
     let mut monitor = tokio::spawn(monitor::run(Arc::clone(&shared)));
     sd_notify::notify("READY=1");

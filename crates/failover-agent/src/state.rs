@@ -8,10 +8,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use failover_core::node::Node;
+use failover_core::notify::agent::Teller;
 
 use crate::client::Client;
 use crate::config::{Config, Token};
 use crate::connector::ConnectorControl;
+use crate::notify::{Destination, Outbox};
 use crate::sd_notify;
 
 /// Last probe latencies in seconds, for `/metrics`.
@@ -30,6 +32,10 @@ pub(crate) struct Shared {
     pub token: Token,
     pub client: Client,
     pub control: Box<dyn ConnectorControl>,
+    /// `[notify]`: messages waiting, per destination.
+    pub outbox: Arc<Outbox>,
+    /// Who the agent's events say they are from.
+    pub teller: Teller,
     node: Mutex<Node>,
     probes: Mutex<Probes>,
     /// Serialises connector starts and stops between the monitor and the
@@ -50,6 +56,7 @@ impl Shared {
         token: Token,
         client: Client,
         control: Box<dyn ConnectorControl>,
+        destinations: Vec<Destination>,
     ) -> Shared {
         // How long the peer may keep looking ready after it handed us the
         // tunnel: its wait for our readiness and its stop, each bounded.
@@ -61,11 +68,18 @@ impl Shared {
             0,
         )
         .with_handover_grace_ms(u64::try_from(grace.as_millis()).unwrap_or(u64::MAX));
+        let teller = Teller {
+            node: config.name.clone(),
+            origin: None,
+            site: config.name.clone(),
+        };
         Shared {
             config,
             token,
             client,
             control,
+            outbox: Arc::new(Outbox::new(destinations)),
+            teller,
             node: Mutex::new(node),
             probes: Mutex::new(Probes::default()),
             actions: Arc::new(tokio::sync::Mutex::new(())),
