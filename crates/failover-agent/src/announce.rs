@@ -1,6 +1,6 @@
 //! A carried-out decision told: the core says which notices an outcome is
 //! worth (`failover_core::notify::agent`) and builds each event; here it
-//! gets its id and time and goes to the outbox. Called by the monitor
+//! gets its id and time and goes to the history and the outbox. Called by the monitor
 //! after a decision was carried out, and for a hold only when the
 //! maintenance flag changed with it.
 
@@ -21,6 +21,7 @@ pub(crate) fn tell(shared: &Shared, outcome: &Outcome, flag_changed_to: Option<b
                 .teller
                 .event(&notice, event_id(), unix_ms(), outcome.evidence.to_string());
         shared.outbox.push(&event);
+        shared.history().record(event);
     }
 }
 

@@ -21,7 +21,8 @@
 //!   HTTP with deadlines; `readiness`: reading cloudflared's `/ready`.
 //! - `notify`: `[notify]`'s webhooks, a bounded outbox per destination
 //!   emptied in the background; `announce`: a carried-out decision made
-//!   into the core's event and queued there.
+//!   into the core's event, queued there and kept in `history` (the last
+//!   20, in `state_dir`, for `/health` and `status`).
 //! - `status_text` (`status` for a person), `build`, `sd_notify`, `log` (one
 //!   line each, control characters escaped, a threshold: `log_level`,
 //!   `-v`/`-q`).
@@ -42,6 +43,7 @@ mod client;
 mod completion;
 mod config;
 mod connector;
+mod history;
 pub mod log;
 mod manual;
 mod metrics;

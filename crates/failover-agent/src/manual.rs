@@ -135,6 +135,13 @@ fn files(roff: &mut Roff) {
     );
     item(
         roff,
+        "/var/lib/failover-agent/history.json",
+        "The last 20 decisions with their times and reasons (in state_dir), shown by status \
+         and /health; written whole and renamed into place. A broken file is ignored with a \
+         log line.",
+    );
+    item(
+        roff,
         "/lib/systemd/system/failover-agent.service",
         "The unit (Type=notify, a watchdog, a sandbox).",
     );

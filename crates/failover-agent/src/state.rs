@@ -13,6 +13,7 @@ use failover_core::notify::agent::Teller;
 use crate::client::Client;
 use crate::config::{Config, Token};
 use crate::connector::ConnectorControl;
+use crate::history::History;
 use crate::notify::{Destination, Outbox};
 use crate::sd_notify;
 
@@ -36,6 +37,8 @@ pub(crate) struct Shared {
     pub outbox: Arc<Outbox>,
     /// Who the agent's events say they are from.
     pub teller: Teller,
+    /// The last decisions, kept in `state_dir`.
+    history: Mutex<History>,
     node: Mutex<Node>,
     probes: Mutex<Probes>,
     /// Serialises connector starts and stops between the monitor and the
@@ -73,6 +76,7 @@ impl Shared {
             origin: None,
             site: config.name.clone(),
         };
+        let history = History::load(&config.state_dir);
         Shared {
             config,
             token,
@@ -80,6 +84,7 @@ impl Shared {
             control,
             outbox: Arc::new(Outbox::new(destinations)),
             teller,
+            history: Mutex::new(history),
             node: Mutex::new(node),
             probes: Mutex::new(Probes::default()),
             actions: Arc::new(tokio::sync::Mutex::new(())),
@@ -108,6 +113,10 @@ impl Shared {
     /// machine's state is still the best we have.
     pub(crate) fn node(&self) -> MutexGuard<'_, Node> {
         self.node.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn history(&self) -> MutexGuard<'_, History> {
+        self.history.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn probes(&self) -> MutexGuard<'_, Probes> {

@@ -251,6 +251,7 @@ fn urls_and_secrets_never_show() {
 listen = "127.0.0.1:{agent_port}"
 token_file = "{token}"
 maintenance_flag = "{flag}"
+state_dir = "{state}"
 poll_interval = "1s"
 failback_interval = "1s"
 probe_timeout = "750ms"
@@ -279,6 +280,7 @@ format = "ntfy"
 "#,
         token = dir.path("token").display(),
         flag = dir.path("maintenance").display(),
+        state = dir.0.display(),
         start = start.replace('"', "\\\""),
         pid = pid.display(),
         refusing = refusing.port,

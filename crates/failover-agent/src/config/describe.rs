@@ -112,6 +112,7 @@ impl Config {
             ("listen", text(&self.listen)),
             ("token_file", text(&self.token_file.display())),
             ("maintenance_flag", text(&self.maintenance_flag.display())),
+            ("state_dir", text(&self.state_dir.display())),
             ("log_level", Text(self.log_level.name().to_string())),
             ("poll_interval", Duration(self.timing.poll_interval_ms)),
             ("takeover_after", Number(self.timing.takeover_after.into())),

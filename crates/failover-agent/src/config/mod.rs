@@ -40,6 +40,8 @@ pub(crate) const MIN_TOKEN_CHARS: usize = 16;
 /// the operator's shell and never seen by the agent.
 const HIDDEN_FROM_THE_UNIT: &[&str] = &["/tmp", "/var/tmp", "/home", "/root", "/run/user"];
 pub(crate) const DEFAULT_FLAG: &str = "/var/lib/failover-agent/maintenance";
+/// The unit's `StateDirectory=`: the one place the sandboxed agent writes.
+pub(crate) const DEFAULT_STATE_DIR: &str = "/var/lib/failover-agent";
 pub(crate) const DEFAULT_UNIT: &str = "cloudflared.service";
 pub(crate) const DEFAULT_EGRESS_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
 
@@ -147,6 +149,9 @@ pub struct Config {
     pub listen: SocketAddr,
     pub token_file: PathBuf,
     pub maintenance_flag: PathBuf,
+    /// `state_dir`: where the agent keeps what outlives it (the decision
+    /// history).
+    pub state_dir: PathBuf,
     pub timing: Timing,
     /// Bound on every outbound call: a hung peer costs at most this.
     pub probe_timeout: Duration,
@@ -279,6 +284,7 @@ impl Config {
             "listen",
             "token_file",
             "maintenance_flag",
+            "state_dir",
             "poll_interval",
             "takeover_after",
             "standdown_after",
@@ -374,6 +380,21 @@ impl Config {
                      (PrivateTmp=yes, ProtectHome=yes): `maintenance on` would set a flag the \
                      running agent never sees; use a path under /var/lib/failover-agent",
                     maintenance_flag.display()
+                ),
+            ));
+        }
+        let state_dir = PathBuf::from(
+            top.string("state_dir")?
+                .unwrap_or_else(|| DEFAULT_STATE_DIR.to_string()),
+        );
+        if let Some(hidden) = hidden_from_the_unit(&state_dir) {
+            return Err(err(
+                "state_dir",
+                format!(
+                    "{} is under {hidden}, which the packaged unit hides from the agent \
+                     (PrivateTmp=yes, ProtectHome=yes): what it keeps there would not outlive \
+                     a restart; use /var/lib/failover-agent (the unit's StateDirectory)",
+                    state_dir.display()
                 ),
             ));
         }
@@ -541,6 +562,7 @@ impl Config {
             listen,
             token_file,
             maintenance_flag,
+            state_dir,
             timing,
             probe_timeout: Duration::from_millis(probe_timeout_ms),
             command_timeout: Duration::from_millis(command_timeout_ms),
@@ -894,6 +916,11 @@ ready_url = "http://127.0.0.1:20241/ready"
                 "unknown key",
             ),
             (format!("app = 3\n{PER_NODE}"), "app", "must be a table"),
+            (
+                format!("state_dir = \"/tmp/agent\"\n{PER_NODE}"),
+                "state_dir",
+                "hides from the agent",
+            ),
             (
                 format!("name = \"my node\"\n{PER_NODE}"),
                 "name",

@@ -276,6 +276,9 @@ impl Agent {
         connector: &Arc<Connector>,
     ) -> Agent {
         let port = listener.local_addr().unwrap().port();
+        // Beside the flag, one directory per agent: a pair shares a Dir.
+        let state = spec.flag.with_extension("state");
+        std::fs::create_dir_all(&state).unwrap();
         let direct = spec
             .peer_connector_ready_url
             .as_ref()
@@ -286,6 +289,7 @@ impl Agent {
 listen = "127.0.0.1:{port}"
 token_file = "/nonexistent/token"
 maintenance_flag = "{flag}"
+state_dir = "{state}"
 poll_interval = "{poll}ms"
 takeover_after = {takeover_after}
 failback_interval = "{poll}ms"
@@ -307,6 +311,7 @@ url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
 "#,
             role = spec.role,
             flag = spec.flag.display(),
+            state = state.display(),
             poll = spec.poll_ms,
             takeover_after = spec.takeover_after,
             timeout = spec.poll_ms * 3 / 4,
@@ -701,6 +706,7 @@ name = "home"
 listen = "127.0.0.1:{port}"
 token_file = "/nonexistent/token"
 maintenance_flag = "{flag}"
+state_dir = "{state}"
 poll_interval = "1s"
 failback_interval = "1s"
 probe_timeout = "750ms"
@@ -725,6 +731,7 @@ url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
 {extra}
 "#,
             flag = flag.display(),
+            state = dir.0.display(),
             ready = connector.ready_url(),
             app = app.addr,
             egress = egress.port(),
