@@ -4,13 +4,14 @@
 // load. Scenarios (tests/system/run.mjs) break parts of it and read the
 // client's records.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startApp } from "./app.mjs";
 import { startEdge } from "./edge.mjs";
+import { startReceiver } from "./receiver.mjs";
 import { startUplink } from "./uplink.mjs";
 import { startWorker } from "../support/worker.mjs";
 
@@ -62,10 +63,14 @@ export async function freePort() {
 
 // Not under /tmp, /var/tmp or /home: the agent refuses a maintenance flag
 // there (the packaged unit hides those from it); /dev/shm is on every Linux.
+// The key of the notifications' signatures (each node's secret_file).
+const NOTIFY_SECRET = `system-notify-${process.pid}`;
+
 export function scratch() {
   const root = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
   const dir = mkdtempSync(path.join(root, "tunnel-failover-system-"));
   writeFileSync(path.join(dir, "token"), `system-${process.pid}-${Date.now()}\n`, { mode: 0o600 });
+  writeFileSync(path.join(dir, "notify-secret"), `${NOTIFY_SECRET}\n`, { mode: 0o600 });
   return dir;
 }
 
@@ -74,6 +79,10 @@ export function scratch() {
 // the connector double through shell commands, as it would cloudflared.
 export async function startNode({ name, dir, edge, tunnel, topology, role, agentPort, peerAgentPort }) {
   const app = await startApp(name);
+  // Where this node's agent tells its decisions ([notify]).
+  const receiver = await startReceiver(NOTIFY_SECRET);
+  const stateDir = path.join(dir, `${name}.state`);
+  mkdirSync(stateDir, { recursive: true });
   const uplink = await startUplink([
     { host: "127.0.0.1", port: edge.tunnel(tunnel).connectPort },
     { host: edge.traceHost, port: edge.tracePort },
@@ -96,9 +105,11 @@ export async function startNode({ name, dir, edge, tunnel, topology, role, agent
   const status = `[ -f ${q(pidFile)} ] && kill -0 $(cat ${q(pidFile)}) 2>/dev/null`;
   const lines = [
     topology === "tunnel-per-node" ? `topology = "tunnel-per-node"` : `role = "${role}"`,
+    `name = "${name}"`,
     `listen = "127.0.0.1:${agentPort}"`,
     `token_file = "${path.join(dir, "token")}"`,
     `maintenance_flag = "${path.join(dir, `${name}.maintenance`)}"`,
+    `state_dir = "${stateDir}"`,
     `poll_interval = "${AGENT_TIMING.pollMs}ms"`,
     `failback_interval = "${AGENT_TIMING.pollMs}ms"`,
     `takeover_after = ${AGENT_TIMING.takeoverAfter}`,
@@ -121,9 +132,16 @@ export async function startNode({ name, dir, edge, tunnel, topology, role, agent
     ``,
     `[egress]`,
     `url = "http://127.0.0.1:${toTrace.port}/cdn-cgi/trace"`,
+    ``,
+    `[notify]`,
+    `url = "${receiver.url}"`,
+    `format = "json"`,
+    `secret_file = "${path.join(dir, "notify-secret")}"`,
   ];
   if (peerAgentPort) lines.push("", "[peer]", `agent_url = "http://127.0.0.1:${peerAgentPort}"`);
-  writeFileSync(config, lines.join("\n") + "\n");
+  // Owner-only: a config with a webhook URL in it must not be readable by
+  // everyone (the agent refuses it otherwise).
+  writeFileSync(config, lines.join("\n") + "\n", { mode: 0o600 });
   const check = spawnSync(AGENT, ["--config", config, "check-config"], { encoding: "utf8" });
   if (check.status !== 0) throw new Error(`${name}: check-config failed: ${check.stderr}`);
 
@@ -131,6 +149,7 @@ export async function startNode({ name, dir, edge, tunnel, topology, role, agent
     name,
     app,
     uplink,
+    receiver,
     agent: null,
     agentPort,
     metricsPort,
@@ -184,6 +203,7 @@ export async function startNode({ name, dir, edge, tunnel, topology, role, agent
     async close() {
       await this.die().catch(() => {});
       await this.uplink.close();
+      await this.receiver.close();
     },
   };
   node.startAgent();
