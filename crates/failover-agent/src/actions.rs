@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use failover_core::node::{Action, Decision, HandoverRefused, Order, Outcome};
 
 use crate::connector::ControlError;
+use crate::edge_drain::{self, Drained};
 use crate::log;
 use crate::peer::{self, Asked};
 use crate::readiness;
@@ -54,6 +55,12 @@ pub(crate) async fn carry_out(shared: &Shared, outcome: &Outcome, _turn: &Turn<'
         let plan = Plan::Decision(outcome.decision);
         match act(shared, *action, plan, &mut peer_took_it).await {
             Ok(true) => {}
+            // A drain cancelled (the flag went away while the edge
+            // drained): the stop after it is not carried out.
+            Ok(false) if *action == Action::DrainAtEdge => {
+                carried = false;
+                break;
+            }
             Ok(false) => break,
             // A failed stop (logged by `act`) is decided again at the next
             // local look, which still sees the connector running; what
@@ -197,6 +204,17 @@ async fn act(
                         " (the handover was refused or not answered)".to_string()
                     }
                 ));
+            }
+            Ok(true)
+        }
+        (Action::DrainAtEdge, _) => Ok(edge_drain::before_stop(shared).await == Drained::Stop),
+        (Action::ResumeAtEdge, _) => {
+            // Given back only once the connector serves: the edge must not
+            // send to a tunnel that has no connection yet.
+            if edge_drain::drained(shared)
+                && await_local_ready(shared, shared.config.command_timeout).await
+            {
+                edge_drain::resume(shared).await;
             }
             Ok(true)
         }

@@ -18,12 +18,14 @@ use tokio::time::{interval, MissedTickBehavior};
 use crate::actions::{self, Turn};
 use crate::announce;
 use crate::client::ProbeError;
+use crate::edge_drain;
 use crate::log;
 use crate::peer;
 use crate::readiness;
 use crate::sd_notify;
 use crate::state::Shared;
 use crate::url::Url;
+use failover_core::node::edge_drain::resume_due;
 
 pub(crate) async fn run(shared: Arc<Shared>) {
     let watchdog_period = sd_notify::watchdog_period();
@@ -167,6 +169,14 @@ async fn local_once(shared: &Shared, seen: &mut Seen, turn: &Turn<'_>) {
         let ready = readiness::from_result(result);
         let outcome = shared.node().observe_local_ready(shared.now_ms(), &ready);
         handle(shared, outcome, seen, turn, None).await;
+    }
+
+    // A drain this node set at the Worker, not given back yet (its
+    // fail-back's attempt failed, or the agent restarted): again, now that
+    // the connector serves.
+    let s = shared.node().snapshot();
+    if resume_due(edge_drain::drained(shared), s.maintenance, s.local_ready) {
+        edge_drain::resume(shared).await;
     }
 }
 

@@ -14,8 +14,17 @@ use crate::client::Client;
 use crate::config::{Config, Token};
 use crate::connector::ConnectorControl;
 use crate::history::History;
-use crate::notify::{Destination, Outbox};
+use crate::notify::{Destination, Hidden, Outbox};
 use crate::sd_notify;
+
+/// Whether this node drained its origin at the Worker (`edge_drain`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct EdgeState {
+    /// Set by a drain the Worker took; cleared once `auto` is taken.
+    pub drained: bool,
+    /// The last attempt to give it back failed (its log line was written).
+    pub resume_failing: bool,
+}
 
 /// Last probe latencies in seconds, for `/metrics`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -39,6 +48,10 @@ pub(crate) struct Shared {
     pub teller: Teller,
     /// The last decisions, kept in `state_dir`.
     history: Mutex<History>,
+    /// `[worker]`'s admin token, read at start.
+    pub worker_token: Option<Hidden>,
+    /// This node's origin at the Worker (`edge_drain`).
+    edge: Mutex<EdgeState>,
     node: Mutex<Node>,
     probes: Mutex<Probes>,
     /// Serialises connector starts and stops between the monitor and the
@@ -60,6 +73,7 @@ impl Shared {
         client: Client,
         control: Box<dyn ConnectorControl>,
         destinations: Vec<Destination>,
+        worker_token: Option<Hidden>,
     ) -> Shared {
         // How long the peer may keep looking ready after it handed us the
         // tunnel: its wait for our readiness and its stop, each bounded.
@@ -71,10 +85,21 @@ impl Shared {
             0,
         )
         .with_handover_grace_ms(u64::try_from(grace.as_millis()).unwrap_or(u64::MAX));
+        let worker = config.worker.as_ref();
         let teller = Teller {
             node: config.name.clone(),
-            origin: None,
-            site: config.name.clone(),
+            origin: worker.and_then(|w| w.origin.clone()),
+            site: worker.map_or_else(|| config.name.clone(), |w| w.url.host.clone()),
+        };
+        let edge = EdgeState {
+            // An agent restarted during maintenance still gives the origin
+            // back once it serves again.
+            drained: config
+                .state_dir
+                .join(crate::edge_drain::MARKER)
+                .symlink_metadata()
+                .is_ok(),
+            resume_failing: false,
         };
         let history = History::load(&config.state_dir);
         Shared {
@@ -85,6 +110,8 @@ impl Shared {
             outbox: Arc::new(Outbox::new(destinations)),
             teller,
             history: Mutex::new(history),
+            worker_token,
+            edge: Mutex::new(edge),
             node: Mutex::new(node),
             probes: Mutex::new(Probes::default()),
             actions: Arc::new(tokio::sync::Mutex::new(())),
@@ -113,6 +140,10 @@ impl Shared {
     /// machine's state is still the best we have.
     pub(crate) fn node(&self) -> MutexGuard<'_, Node> {
         self.node.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn edge(&self) -> MutexGuard<'_, EdgeState> {
+        self.edge.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn history(&self) -> MutexGuard<'_, History> {

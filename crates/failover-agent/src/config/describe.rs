@@ -127,6 +127,7 @@ impl Config {
             ("failback_after", Number(self.timing.failback_after.into())),
             ("probe_timeout", Duration(millis(self.probe_timeout))),
             ("connector.ready_url", text(&self.connector_ready_url)),
+            ("connector.metrics_url", text(&self.connector_metrics_url)),
         ]);
         match &self.control {
             ControlConfig::Systemd { unit } => rows.extend([
@@ -169,6 +170,26 @@ impl Config {
                 ("app.rise", Number(app.timing.rise.into())),
             ]),
             None => rows.push(("app", Unset)),
+        }
+        match &self.worker {
+            Some(w) => {
+                rows.extend([
+                    ("worker.url", text(&w.url)),
+                    ("worker.status_path", Text(w.status_path.clone())),
+                    (
+                        "worker.admin_token_file",
+                        text(&w.admin_token_file.display()),
+                    ),
+                    (
+                        "worker.origin",
+                        w.origin.as_ref().map_or(Unset, |o| Text(o.clone())),
+                    ),
+                    ("worker.drain", Duration(w.drain_ms)),
+                    ("worker.quiet_for", Duration(w.quiet_for_ms)),
+                    ("worker.drain_timeout", Duration(w.drain_timeout_ms)),
+                ]);
+            }
+            None => rows.push(("worker", Unset)),
         }
         rows
     }
@@ -222,6 +243,10 @@ tcp = "region1.v2.argotunnel.com:7844"
 [app]
 health_url = "http://127.0.0.1:80/health"
 
+[worker]
+url = "https://www.example.com"
+admin_token_file = "/etc/failover-agent/worker-token"
+
 [[notify]]
 url_file = "/etc/failover-agent/slack-url"
 format = "slack"
@@ -231,10 +256,25 @@ url_file = "/etc/failover-agent/hook-url"
 secret_file = "/etc/failover-agent/hook-secret"
 "#;
 
+    /// A node with its own tunnel and the Worker in front.
+    const PER_NODE_WORKER: &str = r#"
+topology = "tunnel-per-node"
+token_file = "/etc/failover-agent/token"
+[connector]
+ready_url = "http://127.0.0.1:20241/ready"
+metrics_url = "http://127.0.0.1:20242/metrics"
+[worker]
+url = "https://www.example.com:8443"
+status_path = "/ops/status"
+admin_token_file = "/etc/failover-agent/worker-token"
+origin = "home"
+quiet_for = "10s"
+"#;
+
     /// The output is a config: parsed again, it describes itself the same.
     #[test]
     fn the_description_reads_back_as_the_same_settings() {
-        for text in [FULL, PER_NODE] {
+        for text in [FULL, PER_NODE, PER_NODE_WORKER] {
             let config = Config::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             let described = config.describe();
             let again = Config::parse(&described).unwrap_or_else(|e| panic!("{e}\n{described}"));

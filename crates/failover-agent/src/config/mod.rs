@@ -13,6 +13,7 @@ mod duration;
 mod notify;
 mod secret_file;
 mod suggest;
+mod worker;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -24,7 +25,21 @@ use toml::{Table, Value};
 
 use crate::log::Level;
 use crate::url::Url;
+pub(crate) use duration::format_ms;
 use duration::parse_ms;
+
+/// A duration as the config and the command line write it (`"1m30s"`,
+/// `"30s"`, `"500ms"`, `"2h"`, or a bare number of seconds), 10 ms to 24 h.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let ms = match text.parse::<u64>() {
+        Ok(secs) => secs.checked_mul(1000).ok_or("too long")?,
+        Err(_) => parse_ms(text).map_err(|e| e.to_string())?,
+    };
+    if !(10..=MAX_DURATION_MS).contains(&ms) {
+        return Err("out of range: from 10ms to 24h".to_string());
+    }
+    Ok(Duration::from_millis(ms))
+}
 
 pub const DEFAULT_PATH: &str = "/etc/failover-agent/config.toml";
 /// Shared tunnel: the peer agent must reach the API.
@@ -175,6 +190,13 @@ pub struct Config {
     /// `[notify]` / `[[notify]]`: where decisions are told; the files they
     /// name are read by [`Config::load`] and when the agent starts.
     pub(crate) notify: Vec<crate::notify::Target>,
+    /// `[worker]`: the Worker's admin API (drain before a planned stop,
+    /// `failover-agent origin`).
+    pub(crate) worker: Option<crate::worker::Settings>,
+    /// `connector.metrics_url`: the local cloudflared's Prometheus
+    /// metrics (requests in flight, for the drain); by default
+    /// `ready_url`'s host and port with `/metrics`.
+    pub(crate) connector_metrics_url: Url,
 }
 
 impl Config {
@@ -213,7 +235,16 @@ impl Config {
         let config = Config::load_settings(path)?;
         let token = read_token(&config.token_file)?;
         config.notify_destinations().map_err(|e| e.in_file(path))?;
+        config.worker_token().map_err(|e| e.in_file(path))?;
         Ok((config, token))
+    }
+
+    /// `[worker]`'s admin token, its file read; `None` without `[worker]`.
+    pub(crate) fn worker_token(&self) -> Result<Option<crate::notify::Hidden>, ConfigError> {
+        self.worker
+            .as_ref()
+            .map(|w| worker::read_token(&w.admin_token_file))
+            .transpose()
     }
 
     /// `[notify]`'s destinations, their files read: refused as a config
@@ -298,6 +329,7 @@ impl Config {
             "log_level",
             "name",
             "notify",
+            "worker",
         ])?;
         let log_level = match top.string("log_level")? {
             None => Level::Info,
@@ -431,6 +463,7 @@ impl Config {
         let connector = top.section("connector")?;
         connector.only(&[
             "ready_url",
+            "metrics_url",
             "control",
             "unit",
             "start_command",
@@ -444,6 +477,13 @@ impl Config {
                 "missing; the local cloudflared /ready, e.g. \"http://127.0.0.1:20241/ready\"",
             )
         })?;
+        let connector_metrics_url = match connector.url("metrics_url")? {
+            Some(url) => url,
+            None => Url {
+                path: "/metrics".to_string(),
+                ..connector_ready_url.clone()
+            },
+        };
         let control = match connector.string("control")?.as_deref() {
             None | Some("systemd") => ControlConfig::Systemd {
                 unit: connector
@@ -556,6 +596,7 @@ impl Config {
             None => host_name(),
         };
         let notify = notify::parse(root.get("notify"))?;
+        let worker = worker::parse(&top.section("worker")?, topology)?;
 
         Ok(Config {
             role,
@@ -576,13 +617,15 @@ impl Config {
             log_level,
             name,
             notify,
+            worker,
+            connector_metrics_url,
         })
     }
 }
 
 /// A node or origin name: what a person reads in a message and the
 /// Worker's `ORIGINS` accepts (letters, digits, `-`, `_`, `.`; 1 to 64).
-fn check_name(name: &str) -> Result<String, String> {
+pub(crate) fn check_name(name: &str) -> Result<String, String> {
     let good = !name.is_empty()
         && name.len() <= 64
         && name
@@ -832,6 +875,11 @@ ready_url = "http://127.0.0.1:20241/ready"
             (Topology::TunnelPerNode, Role::Node)
         );
         assert!(c.peer_agent_url.is_none());
+        // cloudflared serves /metrics beside /ready.
+        assert_eq!(
+            c.connector_metrics_url.to_string(),
+            "http://127.0.0.1:20241/metrics"
+        );
         // No peer calls a tunnel-per-node agent: loopback unless asked.
         assert_eq!(c.listen.to_string(), "127.0.0.1:8790");
         assert_eq!(
@@ -861,6 +909,7 @@ ready_url = "http://127.0.0.1:20241/ready"
     fn bad_configs_name_the_key() {
         let app = |extra: &str| format!("{PER_NODE}[app]\n{extra}\n");
         let notify = |extra: &str| format!("{PER_NODE}[notify]\n{extra}\n");
+        let worker = |extra: &str| format!("{PER_NODE}[worker]\n{extra}\n");
         let table: Vec<(String, &str, &str)> = vec![
             (SHARED.replace("role = \"primary\"", ""), "role", "missing"),
             (SHARED.replace("primary", "leader"), "role", "not a role"),
@@ -916,6 +965,49 @@ ready_url = "http://127.0.0.1:20241/ready"
                 "unknown key",
             ),
             (format!("app = 3\n{PER_NODE}"), "app", "must be a table"),
+            (worker("admin_token_file = \"/t\"\norigin = \"h\""), "worker.url", "missing"),
+            (
+                worker("url = \"https://w.example/x\"\nadmin_token_file = \"/t\"\norigin = \"h\""),
+                "worker.url",
+                "has a path",
+            ),
+            (worker("url = \"https://w.example\"\norigin = \"h\""), "worker.admin_token_file", "missing"),
+            (worker("url = \"https://w.example\"\nadmin_token_file = \"/t\""), "worker.origin", "missing"),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"a b\""),
+                "worker.origin",
+                "not a name",
+            ),
+            (
+                format!("{SHARED}[worker]\nurl = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\n"),
+                "worker.origin",
+                "means nothing",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/\""),
+                "worker.status_path",
+                "not a path",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/s?x=1\""),
+                "worker.status_path",
+                "not a path",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nquiet_for = \"1m\"\ndrain_timeout = \"30s\""),
+                "worker.drain_timeout",
+                "longer than quiet_for",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\ndrain_time = \"1m\""),
+                "worker.drain_time",
+                "did you mean `drain_timeout`",
+            ),
+            (
+                PER_NODE.replace("ready_url", "metrics_url = \"ftp://x\"\nready_url"),
+                "connector.metrics_url",
+                "scheme",
+            ),
             (
                 format!("state_dir = \"/tmp/agent\"\n{PER_NODE}"),
                 "state_dir",

@@ -531,8 +531,12 @@ impl Received {
     }
 }
 
+/// How a [`Receiver`] answers one request: status and body.
+pub type Handler = Arc<dyn Fn(&Received) -> (u16, String) + Send + Sync>;
+
 /// A webhook receiver (or any HTTP stand-in that must see bodies): keeps
-/// every request, answers each with the status of the moment (and `body`).
+/// every request, answers each with the status of the moment (and `body`),
+/// or as its handler says.
 pub struct Receiver {
     pub addr: SocketAddr,
     pub got: Arc<Mutex<Vec<Received>>>,
@@ -542,20 +546,39 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn start() -> Receiver {
+        let status = Arc::new(Mutex::new(200));
+        let body = Arc::new(Mutex::new(String::from("ok")));
+        let (s, b) = (Arc::clone(&status), Arc::clone(&body));
+        let handler: Handler = Arc::new(move |_| (*s.lock().unwrap(), b.lock().unwrap().clone()));
+        Receiver::start_with_parts(handler, status, body).await
+    }
+
+    /// A stand-in whose every answer `handler` decides.
+    pub async fn start_with(handler: Handler) -> Receiver {
+        let unused = (
+            Arc::new(Mutex::new(200)),
+            Arc::new(Mutex::new(String::new())),
+        );
+        Receiver::start_with_parts(handler, unused.0, unused.1).await
+    }
+
+    async fn start_with_parts(
+        handler: Handler,
+        status: Arc<Mutex<u16>>,
+        body: Arc<Mutex<String>>,
+    ) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let got = Arc::new(Mutex::new(Vec::new()));
-        let status = Arc::new(Mutex::new(200));
-        let body = Arc::new(Mutex::new(String::from("ok")));
-        let (g, s, b) = (Arc::clone(&got), Arc::clone(&status), Arc::clone(&body));
+        let g = Arc::clone(&got);
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (g, s, b) = (Arc::clone(&g), Arc::clone(&s), Arc::clone(&b));
+                let (g, h) = (Arc::clone(&g), Arc::clone(&handler));
                 tokio::spawn(async move {
-                    let _ = take(stream, &g, &s, &b).await;
+                    let _ = take(stream, &g, &h).await;
                 });
             }
         });
@@ -596,12 +619,7 @@ impl Receiver {
     }
 }
 
-async fn take(
-    mut stream: TcpStream,
-    got: &Mutex<Vec<Received>>,
-    status: &Mutex<u16>,
-    body: &Mutex<String>,
-) -> Option<()> {
+async fn take(mut stream: TcpStream, got: &Mutex<Vec<Received>>, handler: &Handler) -> Option<()> {
     let mut data = Vec::new();
     let mut buf = [0u8; 4096];
     let head_end = loop {
@@ -635,14 +653,14 @@ async fn take(
         }
         rest.extend_from_slice(&buf[..n]);
     }
-    got.lock().unwrap().push(Received {
+    let received = Received {
         method,
         path,
         headers,
         body: String::from_utf8_lossy(&rest).into_owned(),
-    });
-    let status = *status.lock().unwrap();
-    let body = body.lock().unwrap().clone();
+    };
+    let (status, body) = handler(&received);
+    got.lock().unwrap().push(received);
     let text = format!(
         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
@@ -659,6 +677,8 @@ pub struct PerNode {
     pub app: Server,
     pub connector: Arc<Connector>,
     pub egress: Arc<Egress>,
+    /// The connector's `/metrics`: requests in flight, 0 until told.
+    pub metrics: Server,
 }
 
 impl PerNode {
@@ -677,17 +697,19 @@ impl PerNode {
             app,
             connector,
             egress,
+            metrics,
         } = self;
         agent.kill();
         let listener = Agent::listener().await;
-        PerNode::with(dir, listener, extra, app, connector, egress)
+        PerNode::with(dir, listener, extra, app, connector, egress, metrics)
     }
 
     async fn start_in(dir: Dir, listener: tokio::net::TcpListener, extra: &str) -> PerNode {
         let egress = Egress::start().await;
         let connector = Connector::new(Arc::clone(&egress)).await;
         let app = Server::start(Answer::Fixed(200, "ok".into())).await;
-        PerNode::with(dir, listener, extra, app, connector, egress)
+        let metrics = Server::start(in_flight(0)).await;
+        PerNode::with(dir, listener, extra, app, connector, egress, metrics)
     }
 
     fn with(
@@ -697,6 +719,7 @@ impl PerNode {
         app: Server,
         connector: Arc<Connector>,
         egress: Arc<Egress>,
+        metrics: Server,
     ) -> PerNode {
         let port = listener.local_addr().unwrap().port();
         let flag = dir.path("maintenance");
@@ -713,6 +736,7 @@ probe_timeout = "750ms"
 
 [connector]
 ready_url = "{ready}"
+metrics_url = "http://{metrics}/metrics"
 control = "command"
 start_command = "false"
 stop_command = "false"
@@ -735,6 +759,7 @@ url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
             ready = connector.ready_url(),
             app = app.addr,
             egress = egress.port(),
+            metrics = metrics.addr,
         );
         let config = Config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -757,7 +782,13 @@ url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
             app,
             connector,
             egress,
+            metrics,
         }
+    }
+
+    /// cloudflared's gauge of requests in flight, from now on.
+    pub fn in_flight(&self, n: u64) {
+        self.metrics.set(Some(in_flight(n)));
     }
 
     pub fn app_down(&self) {
@@ -776,4 +807,20 @@ url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
             );
         }
     }
+}
+
+/// cloudflared's `/metrics` with `n` requests in flight (a few lines of
+/// what it also shows around the gauge).
+pub fn in_flight(n: u64) -> Answer {
+    Answer::Fixed(
+        200,
+        format!(
+            "# HELP cloudflared_tunnel_total_requests Amount of requests proxied through all the tunnels\n\
+             # TYPE cloudflared_tunnel_total_requests counter\n\
+             cloudflared_tunnel_total_requests 1234\n\
+             # HELP cloudflared_tunnel_concurrent_requests_per_tunnel Concurrent requests proxied through each tunnel\n\
+             # TYPE cloudflared_tunnel_concurrent_requests_per_tunnel gauge\n\
+             cloudflared_tunnel_concurrent_requests_per_tunnel {n}\n"
+        ),
+    )
 }
