@@ -26,14 +26,12 @@ use crate::client::Outbound;
 use crate::config::format_ms as duration_text;
 use crate::log;
 use crate::state::Shared;
-use crate::worker::{Admin, Mode};
+use crate::worker::{Admin, Mode, DRAINED_MARKER};
 
 /// Between two looks during the wait.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
 /// cloudflared's `/metrics` is tens to hundreds of kilobytes.
 const MAX_METRICS: usize = 4 * 1024 * 1024;
-/// The marker file in `state_dir`.
-pub(crate) const MARKER: &str = "edge-drained";
 
 /// What the drain came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,8 +45,8 @@ pub(crate) enum Drained {
 }
 
 /// The marker's path.
-pub(crate) fn marker(shared: &Shared) -> PathBuf {
-    shared.config.state_dir.join(MARKER)
+fn marker(shared: &Shared) -> PathBuf {
+    shared.config.state_dir.join(DRAINED_MARKER)
 }
 
 fn admin(shared: &Shared) -> Option<(Admin<'_>, &str)> {

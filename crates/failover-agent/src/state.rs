@@ -96,7 +96,7 @@ impl Shared {
             // back once it serves again.
             drained: config
                 .state_dir
-                .join(crate::edge_drain::MARKER)
+                .join(crate::worker::DRAINED_MARKER)
                 .symlink_metadata()
                 .is_ok(),
             resume_failing: false,

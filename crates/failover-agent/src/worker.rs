@@ -27,6 +27,10 @@ pub(crate) const DEFAULT_DRAIN_MS: u64 = 60_000;
 pub(crate) const DEFAULT_QUIET_FOR_MS: u64 = 5_000;
 /// `drain_timeout`: the longest wait between the drain and the stop.
 pub(crate) const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 120_000;
+/// In `state_dir`, present while this node's origin is drained at the
+/// Worker by this agent (`edge_drain`), so a restarted agent still gives
+/// it back.
+pub(crate) const DRAINED_MARKER: &str = "edge-drained";
 /// An answer from the admin API is a few hundred bytes per origin.
 const MAX_ANSWER: usize = 256 * 1024;
 
