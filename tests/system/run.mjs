@@ -179,15 +179,11 @@ async function tunnelPerNode(dir) {
   // The agents drain at the Worker before a planned stop once it serves
   // the admin API (issue 18); until then they stop as before, and scenario
   // 4's drain checks are skipped, said so once.
-  const http = await import("node:http");
-  const stub = http.createServer((req, res) => { let b=""; req.on("data",c=>b+=c); req.on("end",()=>{ res.writeHead(200,{"content-type":"application/json"}); res.end(req.method==="GET"? JSON.stringify({overrides:{primary:{mode:"drain",in_effect:true}}}) : JSON.stringify({mode:"drain"})); }); });
-  await new Promise(r=>stub.listen(0,"127.0.0.1",r));
-  const admin = { ok: true };
-  const stubUrl = `http://127.0.0.1:${stub.address().port}`;
+  const admin = await adminApi(worker);
   if (!admin.ok) {
     console.log(`system: scenario 4's drain checks skipped: ${admin.why}; they run once the Worker serves the admin API`);
   }
-  const drainAt = admin.ok ? stubUrl : undefined;
+  const drainAt = admin.ok ? worker.url : undefined;
   const [pPort, rPort] = [await freePort(), await freePort()];
   const common = { dir, edge, topology: "tunnel-per-node", worker: drainAt, drainTimeoutMs: (STREAM_S + 15) * 1000 };
   const primary = await startNode({ ...common, name: "primary", tunnel: "primary", agentPort: pPort });
