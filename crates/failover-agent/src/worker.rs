@@ -91,8 +91,6 @@ pub(crate) enum AdminError {
     Unauthorized(u16),
     /// 400 and other answers, with the Worker's `error` text (quoted).
     Refused { status: u16, error: String },
-    /// 2xx that is not the JSON the contract says.
-    NotJson,
 }
 
 impl fmt::Display for AdminError {
@@ -110,7 +108,6 @@ impl fmt::Display for AdminError {
                  hold the Worker's ADMIN_TOKEN secret)"
             ),
             AdminError::Refused { status, error } => write!(f, "HTTP {status}: {error}"),
-            AdminError::NotJson => f.write_str("the Worker's answer is not the JSON expected"),
         }
     }
 }
@@ -183,7 +180,10 @@ impl Admin<'_> {
             .map_err(AdminError::Unreachable)?;
         let parsed: Option<Value> = serde_json::from_slice(&response.body).ok();
         match response.status {
-            200..=299 => parsed.ok_or(AdminError::NotJson),
+            // Taken: what it says back is shown to a person, or read for
+            // `in_effect`; an answer that is not JSON reads as null (no
+            // drain in effect), never as a refusal.
+            200..=299 => Ok(parsed.unwrap_or(Value::Null)),
             404 | 405 => Err(AdminError::NoAdminApi(response.status)),
             401 | 403 => Err(AdminError::Unauthorized(response.status)),
             status => {

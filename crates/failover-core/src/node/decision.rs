@@ -17,7 +17,8 @@ pub enum Decision {
     /// egress is proven and the app is up; serve again.
     FailBack,
     /// The maintenance flag is set and our connector runs: stop it (in a
-    /// shared tunnel, after the peer's connector is ready).
+    /// shared tunnel, after the peer's connector is ready; with its own
+    /// tunnel, after draining it at the Worker when the agent can).
     Drain,
     /// Our connector runs but this node cannot serve: its app is down, or
     /// (tunnel per node) the connector lost its edge connections. Stop it so
