@@ -78,11 +78,13 @@ P_EDGE=$(free_port); S_EDGE=$(free_port)
 (umask 077; echo "gate-token-$(printf '%05d%05d' "$RANDOM" "$RANDOM")" > "$WORK/token")
 
 write_config() { # name role agent_port conn_port edge_port peer_port
+  mkdir -p "$WORK/$1.state"
   cat > "$WORK/$1.toml" <<TOML
 role = "$2"
 listen = "127.0.0.1:$3"
 token_file = "$WORK/token"
 maintenance_flag = "$WORK/$1.maintenance"
+state_dir = "$WORK/$1.state"
 poll_interval = "1s"
 failback_interval = "1s"
 probe_timeout = "800ms"

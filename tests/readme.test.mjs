@@ -155,6 +155,15 @@ function agentConfigKeys() {
     assert.ok(only, `${variable}.only(&[...]) not found for [${section}]`);
     for (const key of list(only[1])) keys.add(`${section}.${key}`);
   }
+  // A section with a file of its own (config/notify.rs, config/worker.rs)
+  // lists its keys in `const KEYS`, and is named after its file.
+  for (const section of ["notify", "worker"]) {
+    const own = read(`crates/failover-agent/src/config/${section}.rs`).match(/const KEYS: &\[&str\] = &\[([\s\S]*?)\];/);
+    assert.ok(own, `const KEYS not found in the agent's config/${section}.rs`);
+    keys.delete(section);
+    sections.set(section, section);
+    for (const key of list(own[1])) keys.add(`${section}.${key}`);
+  }
   return { keys, sections: new Set(sections.values()) };
 }
 

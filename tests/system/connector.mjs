@@ -2,8 +2,11 @@
 // persistent connections to a tunnel's connect address on the edge simulator
 // (tests/system/edge.mjs), serves the requests the edge sends down them by
 // forwarding each to the node's app, and reports readiness on cloudflared's
-// metrics `/ready`. Like cloudflared, it does not watch its app: with the app
-// dead it stays registered and answers 502 for it, and `/ready` stays 200.
+// metrics `/ready`, and the requests it is proxying now on `/metrics` as
+// cloudflared's gauge `cloudflared_tunnel_concurrent_requests_per_tunnel`
+// (what the agent's drain before a stop waits on). Like cloudflared, it
+// does not watch its app: with the app dead it stays registered and
+// answers 502 for it, and `/ready` stays 200.
 //
 // usage: node tests/system/connector.mjs --edge HOST:PORT
 //          --app http://127.0.0.1:PORT --metrics HOST:PORT --id NAME
@@ -23,7 +26,8 @@
 // `cf-cloudflared-response-meta: {"src":"cloudflared"}` that the real edge
 // turns into its own error page (this 502 carries cloudflared's log line
 // instead, so a test can tell a connector's 502 from the edge's);
-// WebSocket and other upgrades. Graceful shutdown is modelled as
+// upgrades other than WebSocket (a WebSocket is one stream, in flight
+// while it is open: see edge.mjs). Graceful shutdown is modelled as
 // cloudflared does it: SIGTERM sends each edge connection a GOAWAY (the edge
 // stops routing new requests to it at once), lets the requests in flight
 // finish, and exits once they have or when --grace-period (cloudflared's
@@ -50,7 +54,7 @@ const UNREACHABLE =
 // metrics listener is bound (before any registration: a connector that is
 // up but not connected must be observable as such).
 export async function startConnector({ edge, app, metrics, id, haConnections = 4, log = () => {} }) {
-  const state = { id, edge, app, log, stopped: false, ready: new Set(), sockets: new Set(), sessions: new Set() };
+  const state = { id, edge, app, log, stopped: false, ready: new Set(), sockets: new Set(), sessions: new Set(), inFlight: 0 };
   const server = http.createServer((req, res) => answerReady(state, req, res));
   await new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -122,9 +126,19 @@ function keepConnected(state, slot) {
 }
 
 // cloudflared's metrics `/ready`: readiness means a live edge registration,
-// not a running process.
+// not a running process. `/metrics`: the gauge of requests in flight (the
+// one line of cloudflared's many that the agent reads).
 function answerReady(state, req, res) {
-  if (new URL(req.url, "http://metrics").pathname !== "/ready") {
+  const pathname = new URL(req.url, "http://metrics").pathname;
+  if (pathname === "/metrics") {
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    return res.end(
+      "# HELP cloudflared_tunnel_concurrent_requests_per_tunnel Concurrent requests proxied through each tunnel\n" +
+        "# TYPE cloudflared_tunnel_concurrent_requests_per_tunnel gauge\n" +
+        `cloudflared_tunnel_concurrent_requests_per_tunnel ${state.inFlight}\n`,
+    );
+  }
+  if (pathname !== "/ready") {
     res.writeHead(404, { "content-type": "text/plain" });
     return res.end("404 page not found\n");
   }
@@ -138,6 +152,15 @@ function answerReady(state, req, res) {
 // nothing retried: a request that may have reached the app is never sent
 // twice by the connector.
 function forward(state, req, res) {
+  // In flight from the edge's request to the end of our answer, as
+  // cloudflared counts it.
+  state.inFlight++;
+  let counted = true;
+  res.on("close", () => {
+    if (counted) state.inFlight--;
+    counted = false;
+  });
+  if (req.headers["x-sim-upgrade"] === "websocket") return forwardUpgrade(state, req, res);
   const { host, ...rest } = endToEndHeaders(req.headers);
   const toApp = http.request({
     host: state.app.hostname,
@@ -172,6 +195,41 @@ function forward(state, req, res) {
     clearTimeout(headersDeadline);
     toApp.destroy();
   });
+}
+
+// A WebSocket from the edge to the app: the handshake on a fresh
+// connection, then the stream and the app's socket piped both ways.
+function forwardUpgrade(state, req, res) {
+  const { host, "x-sim-upgrade": _, ...rest } = endToEndHeaders(req.headers);
+  const toApp = http.request({
+    host: state.app.hostname,
+    port: state.app.port,
+    method: "GET",
+    path: req.url,
+    headers: { ...rest, host: req.headers[":authority"] ?? host, connection: "Upgrade", upgrade: "websocket" },
+    agent: false,
+  });
+  const refused = () => {
+    if (res.headersSent || res.stream.destroyed) return;
+    res.writeHead(502, { "content-type": "text/plain; charset=utf-8" });
+    res.end(UNREACHABLE);
+  };
+  toApp.on("error", refused);
+  toApp.on("response", (appRes) => {
+    res.writeHead(appRes.statusCode, endToEndHeaders(appRes.headers));
+    appRes.pipe(res);
+  });
+  toApp.on("upgrade", (appRes, socket, head) => {
+    const headers = endToEndHeaders(appRes.headers);
+    res.writeHead(200, { ...headers, "x-sim-upgrade-status": "101" });
+    if (head.length) res.write(head);
+    socket.on("error", () => {});
+    socket.pipe(res.stream);
+    req.pipe(socket);
+    socket.on("close", () => res.stream.close());
+    res.on("close", () => socket.destroy());
+  });
+  toApp.end();
 }
 
 function parse(argv) {

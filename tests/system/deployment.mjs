@@ -4,13 +4,15 @@
 // load. Scenarios (tests/system/run.mjs) break parts of it and read the
 // client's records.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startApp } from "./app.mjs";
 import { startEdge } from "./edge.mjs";
+import { startReceiver } from "./receiver.mjs";
+import WebSocket from "ws";
 import { startUplink } from "./uplink.mjs";
 import { startWorker } from "../support/worker.mjs";
 
@@ -62,18 +64,34 @@ export async function freePort() {
 
 // Not under /tmp, /var/tmp or /home: the agent refuses a maintenance flag
 // there (the packaged unit hides those from it); /dev/shm is on every Linux.
+// The key of the notifications' signatures (each node's secret_file).
+const NOTIFY_SECRET = `system-notify-${process.pid}`;
+// The Worker's ADMIN_TOKEN, and each agent's [worker] admin_token_file.
+export const ADMIN_TOKEN = `system-admin-token-${process.pid}`;
+// The Worker's STATUS_PATH (its default) and STATUS_TOKEN.
+export const STATUS_PATH = "/__failover/status";
+const STATUS_TOKEN = `system-status-token-${process.pid}`;
+
 export function scratch() {
   const root = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
   const dir = mkdtempSync(path.join(root, "tunnel-failover-system-"));
   writeFileSync(path.join(dir, "token"), `system-${process.pid}-${Date.now()}\n`, { mode: 0o600 });
+  writeFileSync(path.join(dir, "notify-secret"), `${NOTIFY_SECRET}\n`, { mode: 0o600 });
+  writeFileSync(path.join(dir, "admin-token"), `${ADMIN_TOKEN}\n`, { mode: 0o600 });
   return dir;
 }
 
 // One node: its app, its uplink to the edge (the tunnel's connect address
 // and the edge's trace endpoint), and a real agent that starts and stops
 // the connector double through shell commands, as it would cloudflared.
-export async function startNode({ name, dir, edge, tunnel, topology, role, agentPort, peerAgentPort }) {
+// `worker`: the Worker's URL, for [worker] (the drain before a planned
+// stop); `drainTimeoutMs` its drain_timeout.
+export async function startNode({ name, dir, edge, tunnel, topology, role, agentPort, peerAgentPort, worker, drainTimeoutMs }) {
   const app = await startApp(name);
+  // Where this node's agent tells its decisions ([notify]).
+  const receiver = await startReceiver(NOTIFY_SECRET);
+  const stateDir = path.join(dir, `${name}.state`);
+  mkdirSync(stateDir, { recursive: true });
   const uplink = await startUplink([
     { host: "127.0.0.1", port: edge.tunnel(tunnel).connectPort },
     { host: edge.traceHost, port: edge.tracePort },
@@ -96,9 +114,11 @@ export async function startNode({ name, dir, edge, tunnel, topology, role, agent
   const status = `[ -f ${q(pidFile)} ] && kill -0 $(cat ${q(pidFile)}) 2>/dev/null`;
   const lines = [
     topology === "tunnel-per-node" ? `topology = "tunnel-per-node"` : `role = "${role}"`,
+    `name = "${name}"`,
     `listen = "127.0.0.1:${agentPort}"`,
     `token_file = "${path.join(dir, "token")}"`,
     `maintenance_flag = "${path.join(dir, `${name}.maintenance`)}"`,
+    `state_dir = "${stateDir}"`,
     `poll_interval = "${AGENT_TIMING.pollMs}ms"`,
     `failback_interval = "${AGENT_TIMING.pollMs}ms"`,
     `takeover_after = ${AGENT_TIMING.takeoverAfter}`,
@@ -121,9 +141,30 @@ export async function startNode({ name, dir, edge, tunnel, topology, role, agent
     ``,
     `[egress]`,
     `url = "http://127.0.0.1:${toTrace.port}/cdn-cgi/trace"`,
+    ``,
+    `[notify]`,
+    `url = "${receiver.url}"`,
+    `format = "json"`,
+    `secret_file = "${path.join(dir, "notify-secret")}"`,
   ];
   if (peerAgentPort) lines.push("", "[peer]", `agent_url = "http://127.0.0.1:${peerAgentPort}"`);
-  writeFileSync(config, lines.join("\n") + "\n");
+  if (worker) {
+    // Fast: pinned requests for 2 s, quiet for 1 s; the wait long enough
+    // for scenario 4's streaming download to finish on this node.
+    lines.push(
+      "",
+      "[worker]",
+      `url = "${worker}"`,
+      `admin_token_file = "${path.join(dir, "admin-token")}"`,
+      `origin = "${name}"`,
+      `drain = "2s"`,
+      `quiet_for = "1s"`,
+      `drain_timeout = "${drainTimeoutMs ?? 30000}ms"`,
+    );
+  }
+  // Owner-only: a config with a webhook URL in it must not be readable by
+  // everyone (the agent refuses it otherwise).
+  writeFileSync(config, lines.join("\n") + "\n", { mode: 0o600 });
   const check = spawnSync(AGENT, ["--config", config, "check-config"], { encoding: "utf8" });
   if (check.status !== 0) throw new Error(`${name}: check-config failed: ${check.stderr}`);
 
@@ -131,6 +172,7 @@ export async function startNode({ name, dir, edge, tunnel, topology, role, agent
     name,
     app,
     uplink,
+    receiver,
     agent: null,
     agentPort,
     metricsPort,
@@ -184,6 +226,7 @@ export async function startNode({ name, dir, edge, tunnel, topology, role, agent
     async close() {
       await this.die().catch(() => {});
       await this.uplink.close();
+      await this.receiver.close();
     },
   };
   node.startAgent();
@@ -204,7 +247,42 @@ export async function startFrontWorker(origins) {
     HEALTH_INTERVAL_MS: "500",
     HEALTH_RISE: "2",
     COLO_HEALTH: "off",
+    STATUS_TOKEN,
+    ADMIN_TOKEN,
   });
+}
+
+// Whether the Worker answers the admin API (`GET {STATUS_PATH}/origins`
+// with the admin token: 200 and {"overrides": ...}); else why not, in words.
+export async function adminApi(worker) {
+  try {
+    const r = await fetch(`${worker.url}${STATUS_PATH}/origins`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      signal: AbortSignal.timeout(5000),
+    });
+    const text = await r.text();
+    let body = null;
+    try {
+      body = JSON.parse(text);
+    } catch {}
+    if (r.status === 200 && body && typeof body.overrides === "object") return { ok: true };
+    return { ok: false, why: `the Worker answered HTTP ${r.status}${body ? "" : " (not JSON)"} at ${STATUS_PATH}/origins` };
+  } catch (e) {
+    return { ok: false, why: `the Worker did not answer at ${STATUS_PATH}/origins: ${e.message}` };
+  }
+}
+
+// A download through the Worker that lasts `seconds`: resolves with what
+// the client got (status, whether it saw the app's "done", which node).
+export async function download(url, seconds) {
+  const started = Date.now();
+  try {
+    const r = await fetch(`${url}/stream?s=${seconds}`, { signal: AbortSignal.timeout((seconds + 30) * 1000) });
+    const text = await r.text();
+    return { status: r.status, complete: text.endsWith("done\n"), node: /app=(\w+)/.exec(text)?.[1] ?? null, ms: Date.now() - started };
+  } catch (e) {
+    return { status: null, complete: false, node: null, error: e.name, ms: Date.now() - started };
+  }
 }
 
 // A steady load through the Worker: `concurrency` loops, each alternating a
@@ -259,4 +337,40 @@ export function agentLogs(nodes) {
   return nodes
     .map((n) => `----- ${n.name} agent -----\n${existsSync(n.agentLog) ? readFileSync(n.agentLog, "utf8") : ""}`)
     .join("\n");
+}
+
+// A WebSocket through the Worker, open for `seconds`: a message each second,
+// each echoed by the app, then a clean close from this side. Resolves with
+// what the client saw: messages sent and echoed, the node that echoed, how
+// it closed.
+export function websocketSession(url, seconds) {
+  return new Promise((resolve) => {
+    const got = { opened: false, sent: 0, echoed: 0, node: null, closeCode: null, error: null };
+    const ws = new WebSocket(`${url.replace(/^http/, "ws")}/ws`);
+    let timer = null;
+    const done = () => {
+      clearInterval(timer);
+      resolve(got);
+    };
+    ws.on("open", () => {
+      got.opened = true;
+      timer = setInterval(() => {
+        if (got.sent >= seconds) {
+          clearInterval(timer);
+          return ws.close(1000, "done");
+        }
+        ws.send(`m${++got.sent}`);
+      }, 1000);
+    });
+    ws.on("message", (data) => {
+      const [node, message] = String(data).split(":");
+      if (message === `m${got.echoed + 1}`) got.echoed++;
+      got.node = node;
+    });
+    ws.on("error", (e) => (got.error = e.message));
+    ws.on("close", (code) => {
+      got.closeCode = code;
+      done();
+    });
+  });
 }

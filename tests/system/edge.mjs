@@ -24,8 +24,14 @@
 // (one edge, every registration equally near); the 100 s origin timeout
 // (524) and every other 52x; Cloudflare's HTML error pages (the plain-text
 // bodies are what a non-browser client gets); caching, compression, WAF;
-// WebSocket and other upgrades; request headers beyond cf-ray and
+// upgrades other than WebSocket; request headers beyond cf-ray and
 // cf-connecting-ip. /cdn-cgi/trace is served on its own listener only.
+//
+// A WebSocket goes down one connection as one HTTP/2 stream carrying both
+// directions (HTTP/2 forbids the Upgrade header, so the stream says
+// `x-sim-upgrade: websocket` and the connector's answer
+// `x-sim-upgrade-status: 101`), and lives as long as that stream: a
+// connector that goes away cuts it, as cloudflared's stop does.
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
@@ -98,6 +104,7 @@ async function startTunnel(name, onEvent, open) {
   const tunnel = { name, live: new Set(), pending: new Set(), served: [], onEvent };
   const connect = net.createServer((socket) => register(tunnel, socket));
   const pub = http.createServer((req, res) => accept(tunnel, req, res));
+  pub.on("upgrade", (req, socket, head) => upgrade(tunnel, req, socket, head));
   await listen(connect, open);
   await listen(pub, open);
   tunnel.view = {
@@ -277,6 +284,45 @@ function proxy(tunnel, req, res, body, tried = new Set()) {
   else req.pipe(stream);
   res.on("close", () => {
     if (!res.writableFinished && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+  });
+}
+
+// A WebSocket handshake from the public side: down one live registration
+// as a stream, then bytes both ways until either end closes.
+function upgrade(tunnel, req, socket, head) {
+  const ray = `${randomBytes(8).toString("hex")}-SIM`;
+  socket.on("error", () => {});
+  const fail = (status, body) => {
+    tunnel.served.push({ connectorId: null, method: req.method, path: req.url, status, at: Date.now() });
+    socket.end(`HTTP/1.1 ${status} Error\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+  };
+  if (String(req.headers.upgrade ?? "").toLowerCase() !== "websocket") return fail(400, "error code: 400");
+  const live = [...tunnel.live];
+  if (live.length === 0) return fail(530, "error code: 1033");
+  const { session, connectorId } = live[randomInt(live.length)];
+  let stream;
+  try {
+    stream = session.request({ ...toConnector(req, ray), "x-sim-upgrade": "websocket" }, { endStream: false });
+  } catch {
+    return fail(502, "error code: 502");
+  }
+  stream.on("error", () => socket.destroy());
+  stream.on("close", () => socket.destroy());
+  socket.on("close", () => stream.close(http2.constants.NGHTTP2_CANCEL));
+  stream.on("response", (headers) => {
+    const upgraded = headers["x-sim-upgrade-status"] === "101";
+    tunnel.served.push({ connectorId, method: req.method, path: req.url, status: upgraded ? 101 : headers[":status"], at: Date.now() });
+    if (!upgraded) return fail(headers[":status"] ?? 502, "error code: 502");
+    const lines = ["HTTP/1.1 101 Switching Protocols", "upgrade: websocket", "connection: Upgrade"];
+    for (const [name, value] of Object.entries(headers)) {
+      if (name.startsWith(":") || name === "x-sim-upgrade-status") continue;
+      lines.push(`${name}: ${value}`);
+    }
+    lines.push(`cf-ray: ${ray}`);
+    socket.write(lines.join("\r\n") + "\r\n\r\n");
+    if (head.length) stream.write(head);
+    socket.pipe(stream);
+    stream.pipe(socket);
   });
 }
 

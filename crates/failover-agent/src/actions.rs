@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use failover_core::node::{Action, Decision, HandoverRefused, Order, Outcome};
 
 use crate::connector::ControlError;
+use crate::edge_drain::{self, Drained};
 use crate::log;
 use crate::peer::{self, Asked};
 use crate::readiness;
@@ -28,10 +29,12 @@ enum Plan {
 
 /// Carries out a decision: logs it, then runs its actions in order. The
 /// caller holds the turn across the observation, the decision and this, so
-/// that an API order cannot slip in between.
-pub(crate) async fn carry_out(shared: &Shared, outcome: &Outcome, _turn: &Turn<'_>) {
+/// that an API order cannot slip in between. Whether it was carried out:
+/// every start and stop it asked for succeeded (what a notification and
+/// the history may then report).
+pub(crate) async fn carry_out(shared: &Shared, outcome: &Outcome, _turn: &Turn<'_>) -> bool {
     if outcome.decision == Decision::Hold {
-        return;
+        return false;
     }
     let message = format!(
         "decision {}: {}",
@@ -46,17 +49,31 @@ pub(crate) async fn carry_out(shared: &Shared, outcome: &Outcome, _turn: &Turn<'
         shared.probes().last_transition_unix = Some(now.as_secs_f64());
     }
     let mut peer_took_it = false;
+    let mut carried = true;
     for action in outcome.actions {
         shared.alive();
         let plan = Plan::Decision(outcome.decision);
-        if !matches!(
-            act(shared, *action, plan, &mut peer_took_it).await,
-            Ok(true)
-        ) {
-            break;
+        match act(shared, *action, plan, &mut peer_took_it).await {
+            Ok(true) => {}
+            // A drain cancelled (the flag went away while the edge
+            // drained): the stop after it is not carried out.
+            Ok(false) if *action == Action::DrainAtEdge => {
+                carried = false;
+                break;
+            }
+            Ok(false) => break,
+            // A failed stop (logged by `act`) is decided again at the next
+            // local look, which still sees the connector running; what
+            // follows it still runs.
+            Err(_) if *action == Action::StopLocal => carried = false,
+            Err(_) => {
+                carried = false;
+                break;
+            }
         }
     }
     shared.alive();
+    carried
 }
 
 /// Why an order was not carried out.
@@ -129,15 +146,14 @@ async fn act(
                 ));
                 Ok(true)
             }
-            Err(e) => match plan {
-                Plan::Decision(_) => {
+            Err(e) => {
+                if let Plan::Decision(_) = plan {
                     log::error(&format!(
                         "stopping the local connector failed: {e}; deciding again at the next poll"
                     ));
-                    Ok(true)
                 }
-                Plan::Order => Err(e),
-            },
+                Err(e)
+            }
         },
         (Action::AwaitLocalReady, _) => {
             let bound = shared.config.command_timeout;
@@ -188,6 +204,17 @@ async fn act(
                         " (the handover was refused or not answered)".to_string()
                     }
                 ));
+            }
+            Ok(true)
+        }
+        (Action::DrainAtEdge, _) => Ok(edge_drain::before_stop(shared).await == Drained::Stop),
+        (Action::ResumeAtEdge, _) => {
+            // Given back only once the connector serves: the edge must not
+            // send to a tunnel that has no connection yet.
+            if edge_drain::drained(shared)
+                && await_local_ready(shared, shared.config.command_timeout).await
+            {
+                edge_drain::resume(shared).await;
             }
             Ok(true)
         }

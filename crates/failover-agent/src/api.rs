@@ -216,6 +216,8 @@ fn health(shared: &Shared) -> Answer {
             "egress_good_in_a_row": s.egress_good_in_a_row,
             "failback_required": s.failback_required,
             "uptime_seconds": shared.uptime_seconds().floor(),
+            // The last decisions, newest first, each as its notification.
+            "history": shared.history().to_json(),
         }),
     )
 }

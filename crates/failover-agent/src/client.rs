@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
@@ -86,11 +86,25 @@ impl fmt::Display for ProbeError {
 
 impl std::error::Error for ProbeError {}
 
-/// Whether an exchange reads the response body.
+/// Whether an exchange reads the response body, and how much of it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Body {
-    Read,
+    /// At most this many bytes; more is an error.
+    Read(usize),
     Ignore,
+}
+
+/// One outbound request beyond the probes' plain GET: a method, headers
+/// and a body (a webhook, the Worker's admin API, cloudflared's metrics).
+pub(crate) struct Outbound<'a> {
+    pub method: &'static str,
+    pub url: &'a Url,
+    /// Extra headers, name and value; a value that is not a valid header
+    /// value fails the request (`ProbeError::Request`), never a panic.
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Bytes,
+    /// `None`: only the status and headers are read.
+    pub read_at_most: Option<usize>,
 }
 
 #[derive(Clone)]
@@ -115,13 +129,21 @@ impl Client {
     }
 
     pub async fn get(&self, url: &Url, timeout: Duration) -> Result<Response, ProbeError> {
-        self.send("GET", url, None, Body::Read, timeout).await
+        self.send(
+            "GET",
+            url,
+            Vec::new(),
+            Bytes::new(),
+            Body::Read(MAX_BODY),
+            timeout,
+        )
+        .await
     }
 
     /// A GET that ends at the response headers: the status is the answer,
     /// whatever the body holds or however long it is.
     pub async fn status(&self, url: &Url, timeout: Duration) -> Result<u16, ProbeError> {
-        self.send("GET", url, None, Body::Ignore, timeout)
+        self.send("GET", url, Vec::new(), Bytes::new(), Body::Ignore, timeout)
             .await
             .map(|r| r.status)
     }
@@ -133,19 +155,47 @@ impl Client {
         authorization: &str,
         timeout: Duration,
     ) -> Result<Response, ProbeError> {
-        self.send("POST", url, Some(authorization), Body::Read, timeout)
-            .await
+        let headers = vec![("authorization", authorization.to_string())];
+        self.send(
+            "POST",
+            url,
+            headers,
+            Bytes::new(),
+            Body::Read(MAX_BODY),
+            timeout,
+        )
+        .await
+    }
+
+    /// Any [`Outbound`] request, under one deadline.
+    pub(crate) async fn request(
+        &self,
+        request: Outbound<'_>,
+        timeout: Duration,
+    ) -> Result<Response, ProbeError> {
+        let read = request.read_at_most.map_or(Body::Ignore, Body::Read);
+        self.send(
+            request.method,
+            request.url,
+            request.headers,
+            request.body,
+            read,
+            timeout,
+        )
+        .await
     }
 
     async fn send(
         &self,
         method: &str,
         url: &Url,
-        authorization: Option<&str>,
-        body: Body,
+        headers: Vec<(&'static str, String)>,
+        body: Bytes,
+        read: Body,
         timeout: Duration,
     ) -> Result<Response, ProbeError> {
-        match tokio::time::timeout(timeout, self.exchange(method, url, authorization, body)).await {
+        let exchange = self.exchange(method, url, headers, body, read);
+        match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(ProbeError::TimedOut(timeout)),
         }
@@ -155,8 +205,9 @@ impl Client {
         &self,
         method: &str,
         url: &Url,
-        authorization: Option<&str>,
-        body: Body,
+        headers: Vec<(&'static str, String)>,
+        body: Bytes,
+        read: Body,
     ) -> Result<Response, ProbeError> {
         let tcp = TcpStream::connect((url.host.as_str(), url.port))
             .await
@@ -171,26 +222,27 @@ impl Client {
                 "user-agent",
                 concat!("failover-agent/", env!("CARGO_PKG_VERSION")),
             );
-        if let Some(value) = authorization {
-            request = request.header("authorization", value);
+        if !body.is_empty() || method == "POST" {
+            request = request.header("content-length", body.len());
         }
-        let request = request
-            .body(Empty::<Bytes>::new())
-            .map_err(ProbeError::Request)?;
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request.body(Full::new(body)).map_err(ProbeError::Request)?;
         if url.https {
             let name = ServerName::try_from(url.host.clone())
                 .map_err(|e| ProbeError::TlsName(e.to_string()))?;
             let tls = self.tls.connect(name, tcp).await.map_err(ProbeError::Tls)?;
-            exchange_on(tls, request, body).await
+            exchange_on(tls, request, read).await
         } else {
-            exchange_on(tcp, request, body).await
+            exchange_on(tcp, request, read).await
         }
     }
 }
 
 async fn exchange_on<S>(
     stream: S,
-    request: Request<Empty<Bytes>>,
+    request: Request<Full<Bytes>>,
     read: Body,
 ) -> Result<Response, ProbeError>
 where
@@ -220,15 +272,15 @@ where
         .get("location")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    if read == Body::Ignore {
+    let Body::Read(limit) = read else {
         // Dropping the response closes the connection (Connection: close).
         return Ok(Response {
             status,
             location,
             body: Bytes::new(),
         });
-    }
-    let body = Limited::new(response.into_body(), MAX_BODY)
+    };
+    let body = Limited::new(response.into_body(), limit)
         .collect()
         .await
         .map_err(|e| ProbeError::Body(e.to_string()))?

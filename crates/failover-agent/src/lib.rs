@@ -19,6 +19,13 @@
 //! - `state`: what the monitor and the API share; `metrics`: `/metrics`.
 //! - `connector`: systemd / command control; `client` and `url`: outbound
 //!   HTTP with deadlines; `readiness`: reading cloudflared's `/ready`.
+//! - `notify`: `[notify]`'s webhooks, a bounded outbox per destination
+//!   emptied in the background; `announce`: a carried-out decision made
+//!   into the core's event, queued there and kept in `history` (the last
+//!   20, in `state_dir`, for `/health` and `status`).
+//! - `worker`: the Worker's admin API (`[worker]`); `edge_drain`: a
+//!   planned stop drains this node at the Worker first, a fail-back gives
+//!   it back.
 //! - `status_text` (`status` for a person), `build`, `sd_notify`, `log` (one
 //!   line each, control characters escaped, a threshold: `log_level`,
 //!   `-v`/`-q`).
@@ -32,16 +39,21 @@
 //! [`Error`], as in mini-redis.
 
 mod actions;
+mod announce;
 mod api;
 mod build;
 mod client;
 mod completion;
 mod config;
 mod connector;
+mod edge_drain;
+mod history;
 pub mod log;
 mod manual;
 mod metrics;
 mod monitor;
+mod notify;
+mod origin_command;
 mod peer;
 mod protocol;
 mod readiness;
@@ -51,13 +63,15 @@ mod signed_order;
 mod state;
 mod status_text;
 mod url;
+mod worker;
 
 pub use api::bind;
 pub use client::{Client, ProbeError, Response};
 pub use completion::script as completion_script;
-pub use config::{Config, ConfigError, Token, DEFAULT_PATH};
+pub use config::{parse_duration, Config, ConfigError, Token, DEFAULT_PATH};
 pub use connector::{ConnectorControl, ControlError, Pending};
 pub use manual::{render as render_manual, SECTIONS as MANUAL_SECTIONS};
+pub use origin_command::{origin_command, OriginMode, OriginOrder};
 pub use sd_notify::watchdog_period;
 pub use signed_order::{sign as sign_order, NONCE_LEN, SCHEME as ORDER_SCHEME};
 pub use status_text::render as render_status;
@@ -121,6 +135,8 @@ pub async fn serve_with(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
     let client = client::Client::new()?;
+    let destinations = config.notify_destinations().map_err(|e| e.to_string())?;
+    let worker_token = config.worker_token().map_err(|e| e.to_string())?;
     log::info(&format!(
         "failover-agent {} ({}) listening on {} as {} ({}); connector via {}; poll every {} ms \
          (take over after {} misses), fail back after {} good egress checks {} ms apart{}",
@@ -139,7 +155,22 @@ pub async fn serve_with(
             a.health_url, a.timing.interval_ms, a.timing.fall, a.timing.rise
         ))
     ));
-    let shared = Arc::new(state::Shared::new(config, token, client, control));
+    let notifying = if destinations.is_empty() {
+        "no [notify]".to_string()
+    } else {
+        let formats: Vec<&str> = destinations.iter().map(|d| d.format.as_str()).collect();
+        format!("decisions told to {} ([notify])", formats.join(", "))
+    };
+    log::info(&notifying);
+    let shared = Arc::new(state::Shared::new(
+        config,
+        token,
+        client,
+        control,
+        destinations,
+        worker_token,
+    ));
+    shared.outbox.spawn(&shared.client);
     let mut api = tokio::spawn(api::serve(listener, Arc::clone(&shared)));
     let mut monitor = tokio::spawn(monitor::run(Arc::clone(&shared)));
     sd_notify::notify("READY=1");

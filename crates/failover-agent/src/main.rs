@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use clap::{ArgAction, CommandFactory, Parser, Subcommand, ValueEnum};
 use failover_agent::{
-    completion_script, log, render_manual, render_status, run, runtime, watchdog_period, Client,
-    Config, Token, Url, DEFAULT_PATH,
+    completion_script, log, origin_command, parse_duration, render_manual, render_status, run,
+    runtime, watchdog_period, Client, Config, OriginMode, OriginOrder, Token, Url, DEFAULT_PATH,
 };
 
 const VERSION: &str = concat!(
@@ -80,6 +80,28 @@ enum Command {
         #[arg(value_enum)]
         state: OnOff,
     },
+    /// Set an origin's override at the Worker, or show them all: drain (no
+    /// new requests but pinned ones), disable (only when every other origin
+    /// is down), force-up (served whatever its health), auto (health
+    /// decides). Needs [worker] url and admin_token_file in the config
+    Origin {
+        #[arg(value_enum)]
+        mode: OriginArg,
+        /// The origin's name in the Worker's ORIGINS (not with show)
+        #[arg(
+            value_name = "NAME",
+            required_if_eq_any([("mode", "drain"), ("mode", "disable"), ("mode", "force-up"), ("mode", "auto")])
+        )]
+        name: Option<String>,
+        /// Back to auto by itself after this long (the override's ttl_s),
+        /// e.g. 30m
+        #[arg(long = "for", value_name = "DURATION", value_parser = duration_arg)]
+        for_: Option<Duration>,
+        /// With drain: requests pinned to the origin keep going to it this
+        /// long (drain_s), e.g. 5m
+        #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+        drain: Option<Duration>,
+    },
     /// Print a completion script for a shell
     Completions {
         #[arg(value_enum)]
@@ -93,6 +115,21 @@ enum Command {
 enum OnOff {
     On,
     Off,
+}
+
+/// `failover-agent origin`'s first word.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OriginArg {
+    Drain,
+    Disable,
+    ForceUp,
+    Auto,
+    Show,
+}
+
+/// `--for 30m`, `--drain 1m30s`: the config's duration forms.
+fn duration_arg(text: &str) -> Result<Duration, String> {
+    parse_duration(text)
 }
 
 fn main() -> ExitCode {
@@ -124,6 +161,44 @@ fn main() -> ExitCode {
             Ok(config) => maintenance(&config.maintenance_flag, matches!(state, OnOff::On)),
             Err(code) => code,
         },
+        Command::Origin {
+            mode,
+            name,
+            for_,
+            drain,
+        } => {
+            let order = match (mode, name) {
+                (OriginArg::Show, Some(_)) | (OriginArg::Show, None)
+                    if for_.is_some() || drain.is_some() =>
+                {
+                    usage_error("origin show takes no --for or --drain")
+                }
+                (OriginArg::Show, Some(name)) => usage_error(&format!(
+                    "origin show takes no name (got {name:?}); it lists every override"
+                )),
+                (OriginArg::Show, None) => OriginOrder::Show,
+                (mode, name) => {
+                    if drain.is_some() && mode != OriginArg::Drain {
+                        usage_error("--drain goes with origin drain only");
+                    }
+                    OriginOrder::Set {
+                        mode: match mode {
+                            OriginArg::Drain => OriginMode::Drain,
+                            OriginArg::Disable => OriginMode::Disable,
+                            OriginArg::ForceUp => OriginMode::ForceUp,
+                            _ => OriginMode::Auto,
+                        },
+                        name: name.unwrap_or_default(),
+                        ttl: for_,
+                        drain,
+                    }
+                }
+            };
+            match settings(&cli.config) {
+                Ok(config) => origin_command(&config, &order),
+                Err(code) => code,
+            }
+        }
         Command::Completions { shell } => {
             match completion_script(shell, &mut Cli::command(), "failover-agent") {
                 Ok(script) => {
@@ -144,6 +219,14 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// A command line clap accepted but that means nothing: its usage error,
+/// exit status 2.
+fn usage_error(message: &str) -> ! {
+    Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, message)
+        .exit()
 }
 
 /// A command whose output goes to `| head` or `| grep -q` ends quietly when

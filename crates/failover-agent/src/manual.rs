@@ -135,6 +135,26 @@ fn files(roff: &mut Roff) {
     );
     item(
         roff,
+        "/etc/failover-agent/worker-token",
+        "The Worker's ADMIN_TOKEN (the config's [worker] admin_token_file, if set): mode \
+         0600. Read by run (to drain this node at the Worker before a planned stop), \
+         check-config and origin.",
+    );
+    item(
+        roff,
+        "/var/lib/failover-agent/edge-drained",
+        "Present while this node's origin is drained at the Worker by its agent; the origin \
+         is given back (auto) once the node serves again, also after a restart.",
+    );
+    item(
+        roff,
+        "/var/lib/failover-agent/history.json",
+        "The last 20 decisions with their times and reasons (in state_dir), shown by status \
+         and /health; written whole and renamed into place. A broken file is ignored with a \
+         log line.",
+    );
+    item(
+        roff,
         "/lib/systemd/system/failover-agent.service",
         "The unit (Type=notify, a watchdog, a sandbox).",
     );

@@ -40,6 +40,25 @@ pub(crate) fn render(shared: &Shared) -> String {
             s.reasons.get(reason)
         );
     }
+    // `[notify]`'s outbox, one sample per outcome.
+    let n = shared.outbox.counts();
+    let _ = writeln!(
+        out,
+        "# HELP failover_agent_notifications_total Notification messages by what became of \
+         them: delivered (2xx), failed (refused with a 4xx, or given up after a day), dropped \
+         (oldest out of a full queue). One message per destination.\n\
+         # TYPE failover_agent_notifications_total counter"
+    );
+    for (outcome, count) in [
+        ("delivered", n.delivered),
+        ("failed", n.failed),
+        ("dropped", n.dropped),
+    ] {
+        let _ = writeln!(
+            out,
+            "failover_agent_notifications_total{{{labels},outcome=\"{outcome}\"}} {count}"
+        );
+    }
     let mut metric = |name: &str, kind: &str, help: &str, value: Option<f64>| {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -173,6 +192,12 @@ pub(crate) fn render(shared: &Shared) -> String {
         "gauge",
         "Duration of the last app health check.",
         p.app_seconds,
+    );
+    metric(
+        "failover_agent_notifications_queued",
+        "gauge",
+        "Notification messages waiting for their receiver, over all [notify] destinations.",
+        Some(n.queued as f64),
     );
     metric(
         "failover_agent_uptime_seconds",

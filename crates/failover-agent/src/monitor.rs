@@ -16,19 +16,22 @@ use failover_core::node::{Check, Evidence, Outcome};
 use tokio::time::{interval, MissedTickBehavior};
 
 use crate::actions::{self, Turn};
+use crate::announce;
 use crate::client::ProbeError;
+use crate::edge_drain;
 use crate::log;
 use crate::peer;
 use crate::readiness;
 use crate::sd_notify;
 use crate::state::Shared;
 use crate::url::Url;
+use failover_core::node::edge_drain::resume_due;
 
 pub(crate) async fn run(shared: Arc<Shared>) {
     let watchdog_period = sd_notify::watchdog_period();
     let mut watchdog = interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
     watchdog.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut logged = None;
+    let mut seen = Seen::default();
     loop {
         let due = shared.instant_at(shared.node().next_due_ms());
         let sleep = tokio::time::sleep_until(due);
@@ -42,51 +45,72 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 _ = watchdog.tick(), if watchdog_period.is_some() => shared.alive(),
             }
         }
-        turn(&shared, &mut logged).await;
+        turn(&shared, &mut seen).await;
     }
 }
 
-async fn turn(shared: &Shared, logged: &mut Logged) {
+async fn turn(shared: &Shared, seen: &mut Seen) {
     let turn = shared.actions.lock().await;
     shared.alive();
     let due = shared.node().take_due(shared.now_ms());
     for check in due {
         match check {
-            Check::App => app_once(shared, logged, &turn).await,
-            Check::Local => local_once(shared, logged, &turn).await,
-            Check::Peer => peer_once(shared, logged, &turn).await,
-            Check::Egress => egress_once(shared, logged, &turn).await,
+            Check::App => app_once(shared, seen, &turn).await,
+            Check::Local => local_once(shared, seen, &turn).await,
+            Check::Peer => peer_once(shared, seen, &turn).await,
+            Check::Egress => egress_once(shared, seen, &turn).await,
         }
     }
     shared.tell_systemd_status();
 }
 
-/// The evidence last logged: a hold is logged only when its evidence
-/// differs (the machine repeats the last evidence when an observation
-/// brought nothing new).
-type Logged = Option<Evidence>;
+/// What the monitor remembers between turns.
+#[derive(Default)]
+struct Seen {
+    /// The evidence last logged: a hold is logged only when its evidence
+    /// differs (the machine repeats the last evidence when an observation
+    /// brought nothing new).
+    logged: Option<Evidence>,
+    /// The maintenance flag at the last local look; `None` before the
+    /// first, which changes nothing worth telling (an agent restarted under
+    /// the flag is not news; a drain it then carries out is).
+    flag: Option<bool>,
+}
 
 /// Logs a hold only when its evidence changed; carries out anything else.
-async fn handle(shared: &Shared, outcome: Outcome, logged: &mut Logged, turn: &Turn<'_>) {
+/// Tells what was carried out, and a flag change (`flag_changed_to`) even
+/// when it moved nothing.
+async fn handle(
+    shared: &Shared,
+    outcome: Outcome,
+    seen: &mut Seen,
+    turn: &Turn<'_>,
+    flag_changed_to: Option<bool>,
+) {
     shared.alive();
     if outcome.is_hold() {
-        if logged.as_ref() != Some(&outcome.evidence) {
+        if flag_changed_to.is_some() {
+            announce::tell(shared, &outcome, flag_changed_to);
+        }
+        if seen.logged.as_ref() != Some(&outcome.evidence) {
             log::info(&outcome.evidence.to_string());
-            *logged = Some(outcome.evidence);
+            seen.logged = Some(outcome.evidence);
         } else if log::enabled(log::Level::Debug) {
             // -v: proof the checks run while nothing changes.
             log::debug(&format!("unchanged: {}", outcome.evidence));
         }
         return;
     }
-    actions::carry_out(shared, &outcome, turn).await;
-    *logged = Some(outcome.evidence);
+    if actions::carry_out(shared, &outcome, turn).await {
+        announce::tell(shared, &outcome, flag_changed_to);
+    }
+    seen.logged = Some(outcome.evidence);
 }
 
 /// The app's health URL: 2xx or 3xx response headers within the probe
 /// timeout. The body is never read: an endpoint that streams megabytes or
 /// garbage costs nothing but its status line.
-async fn app_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
+async fn app_once(shared: &Shared, seen: &mut Seen, turn: &Turn<'_>) {
     let Some(app) = &shared.config.app else {
         return;
     };
@@ -112,20 +136,22 @@ async fn app_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
     let outcome = shared
         .node()
         .observe_app(shared.now_ms(), problem.as_deref());
-    handle(shared, outcome, logged, turn).await;
+    handle(shared, outcome, seen, turn, None).await;
 }
 
 /// The maintenance flag, the connector's process state and, with a tunnel
 /// per node, its readiness.
-async fn local_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
+async fn local_once(shared: &Shared, seen: &mut Seen, turn: &Turn<'_>) {
     let flag = shared.config.maintenance_flag.exists();
     let outcome = shared.node().set_maintenance(shared.now_ms(), flag);
-    handle(shared, outcome, logged, turn).await;
+    let changed = seen.flag.is_some_and(|was| was != flag).then_some(flag);
+    seen.flag = Some(flag);
+    handle(shared, outcome, seen, turn, changed).await;
 
     match shared.control.is_running().await {
         Ok(running) => {
             let outcome = shared.node().observe_local(shared.now_ms(), running);
-            handle(shared, outcome, logged, turn).await;
+            handle(shared, outcome, seen, turn, None).await;
         }
         Err(e) => log::warn(&format!(
             "cannot tell whether the local connector runs: {e}"
@@ -142,20 +168,28 @@ async fn local_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
             .await;
         let ready = readiness::from_result(result);
         let outcome = shared.node().observe_local_ready(shared.now_ms(), &ready);
-        handle(shared, outcome, logged, turn).await;
+        handle(shared, outcome, seen, turn, None).await;
+    }
+
+    // A drain this node set at the Worker, not given back yet (its
+    // fail-back's attempt failed, or the agent restarted): again, now that
+    // the connector serves.
+    let s = shared.node().snapshot();
+    if resume_due(edge_drain::drained(shared), s.maintenance, s.local_ready) {
+        edge_drain::resume(shared).await;
     }
 }
 
-async fn peer_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
+async fn peer_once(shared: &Shared, seen: &mut Seen, turn: &Turn<'_>) {
     let Some(peer_agent) = &shared.config.peer_agent_url else {
         return;
     };
     let view = peer::look(shared, peer_agent).await;
     let outcome = shared.node().observe_peer(shared.now_ms(), &view);
-    handle(shared, outcome, logged, turn).await;
+    handle(shared, outcome, seen, turn, None).await;
 }
 
-async fn egress_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
+async fn egress_once(shared: &Shared, seen: &mut Seen, turn: &Turn<'_>) {
     let config = &shared.config;
     let started = Instant::now();
     // Directly, never through the tunnel: the question is whether this
@@ -203,7 +237,7 @@ async fn egress_once(shared: &Shared, logged: &mut Logged, turn: &Turn<'_>) {
     let outcome = shared
         .node()
         .observe_egress(shared.now_ms(), problem.is_none());
-    handle(shared, outcome, logged, turn).await;
+    handle(shared, outcome, seen, turn, None).await;
 }
 
 /// What a failed app or egress check found.

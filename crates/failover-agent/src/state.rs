@@ -8,11 +8,23 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use failover_core::node::Node;
+use failover_core::notify::agent::Teller;
 
 use crate::client::Client;
 use crate::config::{Config, Token};
 use crate::connector::ConnectorControl;
+use crate::history::History;
+use crate::notify::{Destination, Hidden, Outbox};
 use crate::sd_notify;
+
+/// Whether this node drained its origin at the Worker (`edge_drain`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct EdgeState {
+    /// Set by a drain the Worker took; cleared once `auto` is taken.
+    pub drained: bool,
+    /// The last attempt to give it back failed (its log line was written).
+    pub resume_failing: bool,
+}
 
 /// Last probe latencies in seconds, for `/metrics`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -30,6 +42,16 @@ pub(crate) struct Shared {
     pub token: Token,
     pub client: Client,
     pub control: Box<dyn ConnectorControl>,
+    /// `[notify]`: messages waiting, per destination.
+    pub outbox: Arc<Outbox>,
+    /// Who the agent's events say they are from.
+    pub teller: Teller,
+    /// The last decisions, kept in `state_dir`.
+    history: Mutex<History>,
+    /// `[worker]`'s admin token, read at start.
+    pub worker_token: Option<Hidden>,
+    /// This node's origin at the Worker (`edge_drain`).
+    edge: Mutex<EdgeState>,
     node: Mutex<Node>,
     probes: Mutex<Probes>,
     /// Serialises connector starts and stops between the monitor and the
@@ -50,6 +72,8 @@ impl Shared {
         token: Token,
         client: Client,
         control: Box<dyn ConnectorControl>,
+        destinations: Vec<Destination>,
+        worker_token: Option<Hidden>,
     ) -> Shared {
         // How long the peer may keep looking ready after it handed us the
         // tunnel: its wait for our readiness and its stop, each bounded.
@@ -61,11 +85,33 @@ impl Shared {
             0,
         )
         .with_handover_grace_ms(u64::try_from(grace.as_millis()).unwrap_or(u64::MAX));
+        let worker = config.worker.as_ref();
+        let teller = Teller {
+            node: config.name.clone(),
+            origin: worker.and_then(|w| w.origin.clone()),
+            site: worker.map_or_else(|| config.name.clone(), |w| w.url.host.clone()),
+        };
+        let edge = EdgeState {
+            // An agent restarted during maintenance still gives the origin
+            // back once it serves again.
+            drained: config
+                .state_dir
+                .join(crate::worker::DRAINED_MARKER)
+                .symlink_metadata()
+                .is_ok(),
+            resume_failing: false,
+        };
+        let history = History::load(&config.state_dir);
         Shared {
             config,
             token,
             client,
             control,
+            outbox: Arc::new(Outbox::new(destinations)),
+            teller,
+            history: Mutex::new(history),
+            worker_token,
+            edge: Mutex::new(edge),
             node: Mutex::new(node),
             probes: Mutex::new(Probes::default()),
             actions: Arc::new(tokio::sync::Mutex::new(())),
@@ -94,6 +140,14 @@ impl Shared {
     /// machine's state is still the best we have.
     pub(crate) fn node(&self) -> MutexGuard<'_, Node> {
         self.node.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn edge(&self) -> MutexGuard<'_, EdgeState> {
+        self.edge.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn history(&self) -> MutexGuard<'_, History> {
+        self.history.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn probes(&self) -> MutexGuard<'_, Probes> {

@@ -67,7 +67,41 @@ pub fn render(health: &Value, target: &str) -> String {
         "uptime       {}",
         duration(uptime.unwrap_or(0.0).max(0.0) as u64)
     ));
+    lines.extend(history(health));
     lines.join("\n")
+}
+
+/// The last decisions, newest first: time (RFC 3339, UTC), what, why. One
+/// line each, however long the reason: `status` is read at a glance.
+fn history(health: &Value) -> Vec<String> {
+    let rows = health
+        .get("history")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if rows.is_empty() {
+        return vec!["recent       no decision yet".to_string()];
+    }
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let text = |key: &str| row.get(key).and_then(Value::as_str).unwrap_or("?");
+            let reason: String = text("reason")
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            format!(
+                "{}{}  {:<20}  {reason}",
+                if i == 0 {
+                    "recent       "
+                } else {
+                    "             "
+                },
+                text("at"),
+                text("type"),
+            )
+        })
+        .collect()
 }
 
 fn duration(seconds: u64) -> String {
@@ -97,7 +131,11 @@ mod tests {
             "app": "down", "app_last_check": "http://127.0.0.1/health answered HTTP 500",
             "maintenance": false, "decision": "withdraw", "why": "app down",
             "withdrawals": 1, "egress_good_in_a_row": 2, "failback_required": 2,
-            "uptime_seconds": 3_725.0
+            "uptime_seconds": 3_725.0,
+            "history": [
+                {"at": "2026-12-01T19:31:04Z", "type": "node.withdraw", "reason": "app down: 2 failed\ncheck(s)"},
+                {"at": "2026-12-01T19:00:00Z", "type": "node.fail-back", "reason": "egress good"}
+            ]
         });
         let text = render(&health, "127.0.0.1:8790");
         for line in [
@@ -108,6 +146,8 @@ mod tests {
             "withdrawals 1",
             "egress       2/2",
             "uptime       1h 2m",
+            "recent       2026-12-01T19:31:04Z  node.withdraw         app down: 2 failed check(s)",
+            "             2026-12-01T19:00:00Z  node.fail-back        egress good",
         ] {
             assert!(text.contains(line), "{line:?} missing in\n{text}");
         }
@@ -117,6 +157,7 @@ mod tests {
     fn an_answer_without_the_fields_still_renders() {
         let text = render(&serde_json::json!({"role": "standby"}), "x");
         assert!(text.contains("peer         0 miss(es)"), "{text}");
+        assert!(text.contains("recent       no decision yet"), "{text}");
         assert!(!text.contains("app "), "{text}");
     }
 }

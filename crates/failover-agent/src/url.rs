@@ -31,6 +31,41 @@ impl Url {
         parse(text).map_err(|why| format!("{why}; {ACCEPTED}"))
     }
 
+    /// A URL that carries a secret (a webhook's token in its path or its
+    /// query): held to the same shape as [`Url::parse`], except that a
+    /// query is allowed (kept in `path`, sent as part of the request
+    /// target), and no error repeats the value: it would put the token in
+    /// `check-config`'s output and the journal.
+    pub fn parse_secret(text: &str) -> Result<Url, String> {
+        const HINT: &str = "expected http(s)://host[:port]/path with an optional ?query; the \
+                            value is not shown, it may carry a token";
+        let (base, query) = match text.split_once('?') {
+            Some((base, query)) => (base, Some(query)),
+            None => (text, None),
+        };
+        if text.contains('#') {
+            return Err(format!("the URL has a fragment (\"#...\"); {HINT}"));
+        }
+        if query.is_some_and(|q| q.chars().any(|c| c.is_whitespace() || c.is_control())) {
+            return Err(format!("the URL's query contains whitespace; {HINT}"));
+        }
+        let authority = base
+            .split_once("://")
+            .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
+        if authority.contains('@') {
+            return Err(format!(
+                "the URL carries user info before \"@\"; put credentials in the path or \
+                 query the service gives you; {HINT}"
+            ));
+        }
+        let mut url = parse(base)
+            .map_err(|why| format!("{}; {HINT}", why.replace(&format!("{base:?}"), "the URL")))?;
+        if let Some(query) = query {
+            url.path = format!("{}?{query}", url.path);
+        }
+        Ok(url)
+    }
+
     /// The same origin with another path (`/connector/ready` on the peer).
     pub fn with_path(&self, path: &str) -> Url {
         let base = self.path.trim_end_matches('/');
@@ -513,5 +548,31 @@ mod tests {
             String::from_utf8_lossy(&response.body),
             format!("/agent/connector/ready Some(\"[::1]:{port}\")")
         );
+    }
+
+    /// A webhook URL's token is in its path or query: a bad one is refused
+    /// for what is wrong with it, and the refusal never repeats it.
+    #[test]
+    fn a_secret_url_keeps_its_query_and_no_error_shows_it() {
+        let u = Url::parse_secret("https://ntfy.example/SECRETTOPIC?auth=SECRETQ").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("ntfy.example", 443));
+        assert_eq!(u.path, "/SECRETTOPIC?auth=SECRETQ");
+        let u = Url::parse_secret("http://127.0.0.1:9/hooks/SECRET").unwrap();
+        assert_eq!(u.path, "/hooks/SECRET");
+        for bad in [
+            "https://hooks.example/SECRET x",
+            "ftp://hooks.example/SECRET",
+            "https://user:SECRET@hooks.example/x",
+            "https://hooks.example/x#SECRET",
+            "https://hooks.example/x?SECRET q",
+            "https://hooks.example:99999/SECRET",
+            "hooks.example/SECRET",
+            "https:///SECRET",
+            "https://hooks.exa mple/SECRET",
+        ] {
+            let e = Url::parse_secret(bad).expect_err(bad);
+            assert!(!e.contains("SECRET"), "{bad}: {e}");
+            assert!(e.contains("not shown"), "{bad}: {e}");
+        }
     }
 }

@@ -47,6 +47,7 @@ fn a_connection_flood_neither_withdraws_a_healthy_node_nor_silences_health() {
 listen = "127.0.0.1:{agent_port}"
 token_file = "{token}"
 maintenance_flag = "{flag}"
+state_dir = "{state}"
 poll_interval = "1s"
 failback_interval = "1s"
 probe_timeout = "750ms"
@@ -70,6 +71,7 @@ url = "http://127.0.0.1:{edge_port}/cdn-cgi/trace"
 "#,
         token = dir.path("token").display(),
         flag = dir.path("maintenance").display(),
+        state = dir.0.display(),
         start = esc(&start),
         stop = esc(&stop),
         pid = pid.display(),

@@ -11,13 +11,18 @@ use failover_core::node::Topology;
 
 use super::duration::format_ms;
 use super::{Config, ControlConfig};
+use crate::notify::UrlFrom;
 
 /// A value as TOML writes it.
 enum Shown {
     Text(String),
     Number(u64),
     Duration(u64),
+    /// Already TOML (an inline array of tables).
+    Raw(String),
     Unset,
+    /// Set, and never printed (a webhook URL): a `#` comment says so.
+    Hidden,
 }
 
 impl Config {
@@ -31,17 +36,75 @@ impl Config {
                 Shown::Text(text) => writeln!(out, "{key:width$} = {}", quoted(&text)),
                 Shown::Number(n) => writeln!(out, "{key:width$} = {n}"),
                 Shown::Duration(ms) => writeln!(out, "{key:width$} = \"{}\"", format_ms(ms)),
+                Shown::Raw(toml) => writeln!(out, "{key:width$} = {toml}"),
                 Shown::Unset => writeln!(out, "# {key} (not set)"),
+                Shown::Hidden => writeln!(
+                    out,
+                    "# {key} is set in the config and not shown: it is its receiver's password"
+                ),
             };
         }
         out
     }
 
-    fn rows(&self) -> Vec<(&'static str, Shown)> {
+    fn rows(&self) -> Vec<(String, Shown)> {
+        self.static_rows()
+            .into_iter()
+            .map(|(key, shown)| (key.to_string(), shown))
+            .chain(self.notify_rows())
+            .collect()
+    }
+
+    /// `[notify]` as one inline array of tables (a valid value for one or
+    /// several destinations), with a `#` line for each URL written in the
+    /// config, which is never printed.
+    fn notify_rows(&self) -> Vec<(String, Shown)> {
+        if self.notify.is_empty() {
+            return vec![("notify".to_string(), Shown::Unset)];
+        }
+        let mut hidden = Vec::new();
+        let tables: Vec<String> = self
+            .notify
+            .iter()
+            .enumerate()
+            .map(|(i, target)| {
+                let mut fields = vec![format!("format = {}", quoted(target.format.as_str()))];
+                match &target.url {
+                    UrlFrom::Inline(_) => hidden.push(if self.notify.len() == 1 {
+                        "notify.url".to_string()
+                    } else {
+                        format!("notify[{i}].url")
+                    }),
+                    UrlFrom::File(path) => fields.push(format!(
+                        "url_file = {}",
+                        quoted(&path.display().to_string())
+                    )),
+                }
+                if let Some(path) = &target.secret_file {
+                    fields.push(format!(
+                        "secret_file = {}",
+                        quoted(&path.display().to_string())
+                    ));
+                }
+                format!("{{ {} }}", fields.join(", "))
+            })
+            .collect();
+        let mut rows = vec![(
+            "notify".to_string(),
+            Shown::Raw(format!("[{}]", tables.join(", "))),
+        )];
+        rows.extend(hidden.into_iter().map(|key| (key, Shown::Hidden)));
+        rows
+    }
+
+    fn static_rows(&self) -> Vec<(&'static str, Shown)> {
         use Shown::{Duration, Number, Text, Unset};
         let text = |s: &dyn ToString| Text(s.to_string());
         let topology = self.role.topology();
-        let mut rows = vec![("topology", Text(topology.as_str().to_string()))];
+        let mut rows = vec![
+            ("topology", Text(topology.as_str().to_string())),
+            ("name", Text(self.name.clone())),
+        ];
         if topology == Topology::SharedTunnel {
             rows.push(("role", Text(self.role.as_str().to_string())));
         }
@@ -49,6 +112,7 @@ impl Config {
             ("listen", text(&self.listen)),
             ("token_file", text(&self.token_file.display())),
             ("maintenance_flag", text(&self.maintenance_flag.display())),
+            ("state_dir", text(&self.state_dir.display())),
             ("log_level", Text(self.log_level.name().to_string())),
             ("poll_interval", Duration(self.timing.poll_interval_ms)),
             ("takeover_after", Number(self.timing.takeover_after.into())),
@@ -63,6 +127,7 @@ impl Config {
             ("failback_after", Number(self.timing.failback_after.into())),
             ("probe_timeout", Duration(millis(self.probe_timeout))),
             ("connector.ready_url", text(&self.connector_ready_url)),
+            ("connector.metrics_url", text(&self.connector_metrics_url)),
         ]);
         match &self.control {
             ControlConfig::Systemd { unit } => rows.extend([
@@ -105,6 +170,26 @@ impl Config {
                 ("app.rise", Number(app.timing.rise.into())),
             ]),
             None => rows.push(("app", Unset)),
+        }
+        match &self.worker {
+            Some(w) => {
+                rows.extend([
+                    ("worker.url", text(&w.url)),
+                    ("worker.status_path", Text(w.status_path.clone())),
+                    (
+                        "worker.admin_token_file",
+                        text(&w.admin_token_file.display()),
+                    ),
+                    (
+                        "worker.origin",
+                        w.origin.as_ref().map_or(Unset, |o| Text(o.clone())),
+                    ),
+                    ("worker.drain", Duration(w.drain_ms)),
+                    ("worker.quiet_for", Duration(w.quiet_for_ms)),
+                    ("worker.drain_timeout", Duration(w.drain_timeout_ms)),
+                ]);
+            }
+            None => rows.push(("worker", Unset)),
         }
         rows
     }
@@ -157,17 +242,61 @@ agent_url = "http://[fd00::2]:8790"
 tcp = "region1.v2.argotunnel.com:7844"
 [app]
 health_url = "http://127.0.0.1:80/health"
+
+[worker]
+url = "https://www.example.com"
+admin_token_file = "/etc/failover-agent/worker-token"
+
+[[notify]]
+url_file = "/etc/failover-agent/slack-url"
+format = "slack"
+
+[[notify]]
+url_file = "/etc/failover-agent/hook-url"
+secret_file = "/etc/failover-agent/hook-secret"
+"#;
+
+    /// A node with its own tunnel and the Worker in front.
+    const PER_NODE_WORKER: &str = r#"
+topology = "tunnel-per-node"
+token_file = "/etc/failover-agent/token"
+[connector]
+ready_url = "http://127.0.0.1:20241/ready"
+metrics_url = "http://127.0.0.1:20242/metrics"
+[worker]
+url = "https://www.example.com:8443"
+status_path = "/ops/status"
+admin_token_file = "/etc/failover-agent/worker-token"
+origin = "home"
+quiet_for = "10s"
 "#;
 
     /// The output is a config: parsed again, it describes itself the same.
     #[test]
     fn the_description_reads_back_as_the_same_settings() {
-        for text in [FULL, PER_NODE] {
+        for text in [FULL, PER_NODE, PER_NODE_WORKER] {
             let config = Config::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             let described = config.describe();
             let again = Config::parse(&described).unwrap_or_else(|e| panic!("{e}\n{described}"));
             assert_eq!(again.describe(), described);
         }
+    }
+
+    /// A URL written in the config is never printed; the output says so.
+    #[test]
+    fn a_webhook_url_is_not_shown() {
+        let text = format!("{PER_NODE}[notify]\nurl = \"https://h/SECRET\"\nformat = \"ntfy\"\n");
+        let described = Config::parse(&text).map(|c| c.describe()).unwrap();
+        assert!(!described.contains("SECRET"), "{described}");
+        assert!(
+            described.contains("notify = [{ format = \"ntfy\" }]")
+                || described.contains("= [{ format = \"ntfy\" }]"),
+            "{described}"
+        );
+        assert!(
+            described.contains("# notify.url is set in the config and not shown"),
+            "{described}"
+        );
     }
 
     #[test]

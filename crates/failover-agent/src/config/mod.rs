@@ -10,11 +10,13 @@
 
 mod describe;
 mod duration;
+mod notify;
+mod secret_file;
 mod suggest;
+mod worker;
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
@@ -23,7 +25,21 @@ use toml::{Table, Value};
 
 use crate::log::Level;
 use crate::url::Url;
+pub(crate) use duration::format_ms;
 use duration::parse_ms;
+
+/// A duration as the config and the command line write it (`"1m30s"`,
+/// `"30s"`, `"500ms"`, `"2h"`, or a bare number of seconds), 10 ms to 24 h.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let ms = match text.parse::<u64>() {
+        Ok(secs) => secs.checked_mul(1000).ok_or("too long")?,
+        Err(_) => parse_ms(text).map_err(|e| e.to_string())?,
+    };
+    if !(10..=MAX_DURATION_MS).contains(&ms) {
+        return Err("out of range: from 10ms to 24h".to_string());
+    }
+    Ok(Duration::from_millis(ms))
+}
 
 pub const DEFAULT_PATH: &str = "/etc/failover-agent/config.toml";
 /// Shared tunnel: the peer agent must reach the API.
@@ -39,6 +55,8 @@ pub(crate) const MIN_TOKEN_CHARS: usize = 16;
 /// the operator's shell and never seen by the agent.
 const HIDDEN_FROM_THE_UNIT: &[&str] = &["/tmp", "/var/tmp", "/home", "/root", "/run/user"];
 pub(crate) const DEFAULT_FLAG: &str = "/var/lib/failover-agent/maintenance";
+/// The unit's `StateDirectory=`: the one place the sandboxed agent writes.
+pub(crate) const DEFAULT_STATE_DIR: &str = "/var/lib/failover-agent";
 pub(crate) const DEFAULT_UNIT: &str = "cloudflared.service";
 pub(crate) const DEFAULT_EGRESS_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
 
@@ -146,6 +164,9 @@ pub struct Config {
     pub listen: SocketAddr,
     pub token_file: PathBuf,
     pub maintenance_flag: PathBuf,
+    /// `state_dir`: where the agent keeps what outlives it (the decision
+    /// history).
+    pub state_dir: PathBuf,
     pub timing: Timing,
     /// Bound on every outbound call: a hung peer costs at most this.
     pub probe_timeout: Duration,
@@ -163,6 +184,19 @@ pub struct Config {
     pub app: Option<AppConfig>,
     /// The least severe line the agent logs (`-v`/`-q` move it).
     pub log_level: Level,
+    /// `name`: this node in notifications and the history (its host name
+    /// by default).
+    pub name: String,
+    /// `[notify]` / `[[notify]]`: where decisions are told; the files they
+    /// name are read by [`Config::load`] and when the agent starts.
+    pub(crate) notify: Vec<crate::notify::Target>,
+    /// `[worker]`: the Worker's admin API (drain before a planned stop,
+    /// `failover-agent origin`).
+    pub(crate) worker: Option<crate::worker::Settings>,
+    /// `connector.metrics_url`: the local cloudflared's Prometheus
+    /// metrics (requests in flight, for the drain); by default
+    /// `ready_url`'s host and port with `/metrics`.
+    pub(crate) connector_metrics_url: Url,
 }
 
 impl Config {
@@ -195,11 +229,30 @@ impl Config {
         Ok(())
     }
 
-    /// Reads and parses the file, then the token file it names.
+    /// Reads and parses the file, then the secret files it names (the
+    /// token, `[notify]`'s): what `run` and `check-config` need.
     pub fn load(path: &Path) -> Result<(Config, Token), ConfigError> {
         let config = Config::load_settings(path)?;
         let token = read_token(&config.token_file)?;
+        config.notify_destinations().map_err(|e| e.in_file(path))?;
+        config.worker_token().map_err(|e| e.in_file(path))?;
         Ok((config, token))
+    }
+
+    /// `[worker]`'s admin token, its file read; `None` without `[worker]`.
+    pub(crate) fn worker_token(&self) -> Result<Option<crate::notify::Hidden>, ConfigError> {
+        self.worker
+            .as_ref()
+            .map(|w| worker::read_token(&w.admin_token_file))
+            .transpose()
+    }
+
+    /// `[notify]`'s destinations, their files read: refused as a config
+    /// error (naming the key, never the value) when one cannot be used.
+    pub(crate) fn notify_destinations(
+        &self,
+    ) -> Result<Vec<crate::notify::Destination>, ConfigError> {
+        notify::destinations(&self.notify)
     }
 
     /// Reads and parses the file, leaving the token unread: what `status`
@@ -208,7 +261,43 @@ impl Config {
     pub fn load_settings(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| err("--config", format!("cannot read {}: {e}", path.display())))?;
-        Config::parse(&text).map_err(|e| e.in_file(path))
+        let config = Config::parse(&text).map_err(|e| e.in_file(path))?;
+        config.private_enough(path).map_err(|e| e.in_file(path))?;
+        Ok(config)
+    }
+
+    /// A webhook URL written in the file is a password written in the
+    /// file: refused while anyone on the host may read it (the package
+    /// installs the config 0640 in a 0750 directory).
+    fn private_enough(&self, path: &Path) -> Result<(), ConfigError> {
+        use std::os::unix::fs::PermissionsExt;
+        let inline = self
+            .notify
+            .iter()
+            .position(|t| matches!(t.url, crate::notify::UrlFrom::Inline(_)));
+        let Some(index) = inline else {
+            return Ok(());
+        };
+        let mode = std::fs::metadata(path)
+            .map(|m| m.permissions().mode())
+            .unwrap_or(0);
+        if mode & 0o004 == 0 {
+            return Ok(());
+        }
+        let key = if self.notify.len() == 1 {
+            "notify.url".to_string()
+        } else {
+            format!("notify[{index}].url")
+        };
+        Err(err(
+            &key,
+            format!(
+                "is in a config everyone on the host may read (mode {:04o}), and a webhook URL is \
+                 its receiver's password; chmod 640 the config, or move the URL to url_file \
+                 (mode 0600)",
+                mode & 0o7777
+            ),
+        ))
     }
 
     /// The file's text to typed values; touches nothing outside it.
@@ -226,6 +315,7 @@ impl Config {
             "listen",
             "token_file",
             "maintenance_flag",
+            "state_dir",
             "poll_interval",
             "takeover_after",
             "standdown_after",
@@ -237,6 +327,9 @@ impl Config {
             "egress",
             "app",
             "log_level",
+            "name",
+            "notify",
+            "worker",
         ])?;
         let log_level = match top.string("log_level")? {
             None => Level::Info,
@@ -322,6 +415,21 @@ impl Config {
                 ),
             ));
         }
+        let state_dir = PathBuf::from(
+            top.string("state_dir")?
+                .unwrap_or_else(|| DEFAULT_STATE_DIR.to_string()),
+        );
+        if let Some(hidden) = hidden_from_the_unit(&state_dir) {
+            return Err(err(
+                "state_dir",
+                format!(
+                    "{} is under {hidden}, which the packaged unit hides from the agent \
+                     (PrivateTmp=yes, ProtectHome=yes): what it keeps there would not outlive \
+                     a restart; use /var/lib/failover-agent (the unit's StateDirectory)",
+                    state_dir.display()
+                ),
+            ));
+        }
         let defaults = Timing::default();
         let timing = Timing {
             poll_interval_ms: top
@@ -355,6 +463,7 @@ impl Config {
         let connector = top.section("connector")?;
         connector.only(&[
             "ready_url",
+            "metrics_url",
             "control",
             "unit",
             "start_command",
@@ -368,6 +477,13 @@ impl Config {
                 "missing; the local cloudflared /ready, e.g. \"http://127.0.0.1:20241/ready\"",
             )
         })?;
+        let connector_metrics_url = match connector.url("metrics_url")? {
+            Some(url) => url,
+            None => Url {
+                path: "/metrics".to_string(),
+                ..connector_ready_url.clone()
+            },
+        };
         let control = match connector.string("control")?.as_deref() {
             None | Some("systemd") => ControlConfig::Systemd {
                 unit: connector
@@ -475,11 +591,19 @@ impl Config {
             }
         }
 
+        let name = match top.string("name")? {
+            Some(name) => check_name(&name).map_err(|why| err("name", why))?,
+            None => host_name(),
+        };
+        let notify = notify::parse(root.get("notify"))?;
+        let worker = worker::parse(&top.section("worker")?, topology)?;
+
         Ok(Config {
             role,
             listen,
             token_file,
             maintenance_flag,
+            state_dir,
             timing,
             probe_timeout: Duration::from_millis(probe_timeout_ms),
             command_timeout: Duration::from_millis(command_timeout_ms),
@@ -491,7 +615,44 @@ impl Config {
             egress_tcp,
             app,
             log_level,
+            name,
+            notify,
+            worker,
+            connector_metrics_url,
         })
+    }
+}
+
+/// A node or origin name: what a person reads in a message and the
+/// Worker's `ORIGINS` accepts (letters, digits, `-`, `_`, `.`; 1 to 64).
+pub(crate) fn check_name(name: &str) -> Result<String, String> {
+    let good = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if good {
+        Ok(name.to_string())
+    } else {
+        Err(format!(
+            "{name:?} is not a name: 1 to 64 letters, digits, '-', '_' or '.'"
+        ))
+    }
+}
+
+/// The host's name (`gethostname`), as a node name; "node" if it has none
+/// the rules accept.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at
+    // most that many bytes and we stop at the first NUL or the end.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let len = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let text = String::from_utf8_lossy(&buf[..len]);
+    let first = text.split('.').next().unwrap_or("");
+    match (rc, check_name(first)) {
+        (0, Ok(name)) => name,
+        _ => "node".to_string(),
     }
 }
 
@@ -518,53 +679,12 @@ fn hidden_from_the_unit(path: &Path) -> Option<&'static str> {
 /// The token, refused when others may read it or it is too short to key
 /// an HMAC worth the name.
 fn read_token(token_file: &Path) -> Result<Token, ConfigError> {
-    let mode = std::fs::metadata(token_file)
-        .map_err(|e| {
-            err(
-                "token_file",
-                format!("cannot read {}: {e}", token_file.display()),
-            )
-        })?
-        .permissions()
-        .mode();
-    if mode & 0o077 != 0 {
-        return Err(err(
-            "token_file",
-            format!(
-                "{} is readable by group or others (mode {:04o}): anyone on the host who reads \
-                 it can order this node's connector stopped; chmod 600 it",
-                token_file.display(),
-                mode & 0o7777
-            ),
-        ));
-    }
-    let token = std::fs::read_to_string(token_file)
-        .map_err(|e| {
-            err(
-                "token_file",
-                format!("cannot read {}: {e}", token_file.display()),
-            )
-        })?
-        .trim()
-        .to_string();
-    if token.is_empty() {
-        return Err(err(
-            "token_file",
-            format!("{} is empty", token_file.display()),
-        ));
-    }
-    let chars = token.chars().count();
-    if chars < MIN_TOKEN_CHARS {
-        return Err(err(
-            "token_file",
-            format!(
-                "the token in {} has {chars} characters; at least {MIN_TOKEN_CHARS} are needed \
-                 (it keys the peers' signed orders), e.g. `head -c 32 /dev/urandom | base64`",
-                token_file.display()
-            ),
-        ));
-    }
-    Ok(Token(token))
+    let use_ = secret_file::Use {
+        readers_can: "can order this node's connector stopped",
+        min_chars: MIN_TOKEN_CHARS,
+        why_long: "(it keys the peers' signed orders)",
+    };
+    secret_file::read("token_file", token_file, &use_).map(Token)
 }
 
 /// One table of the file, with its dotted prefix for error messages.
@@ -755,6 +875,11 @@ ready_url = "http://127.0.0.1:20241/ready"
             (Topology::TunnelPerNode, Role::Node)
         );
         assert!(c.peer_agent_url.is_none());
+        // cloudflared serves /metrics beside /ready.
+        assert_eq!(
+            c.connector_metrics_url.to_string(),
+            "http://127.0.0.1:20241/metrics"
+        );
         // No peer calls a tunnel-per-node agent: loopback unless asked.
         assert_eq!(c.listen.to_string(), "127.0.0.1:8790");
         assert_eq!(
@@ -783,6 +908,8 @@ ready_url = "http://127.0.0.1:20241/ready"
     #[test]
     fn bad_configs_name_the_key() {
         let app = |extra: &str| format!("{PER_NODE}[app]\n{extra}\n");
+        let notify = |extra: &str| format!("{PER_NODE}[notify]\n{extra}\n");
+        let worker = |extra: &str| format!("{PER_NODE}[worker]\n{extra}\n");
         let table: Vec<(String, &str, &str)> = vec![
             (SHARED.replace("role = \"primary\"", ""), "role", "missing"),
             (SHARED.replace("primary", "leader"), "role", "not a role"),
@@ -838,6 +965,84 @@ ready_url = "http://127.0.0.1:20241/ready"
                 "unknown key",
             ),
             (format!("app = 3\n{PER_NODE}"), "app", "must be a table"),
+            (worker("admin_token_file = \"/t\"\norigin = \"h\""), "worker.url", "missing"),
+            (
+                worker("url = \"https://w.example/x\"\nadmin_token_file = \"/t\"\norigin = \"h\""),
+                "worker.url",
+                "has a path",
+            ),
+            (worker("url = \"https://w.example\"\norigin = \"h\""), "worker.admin_token_file", "missing"),
+            (worker("url = \"https://w.example\"\nadmin_token_file = \"/t\""), "worker.origin", "missing"),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"a b\""),
+                "worker.origin",
+                "not a name",
+            ),
+            (
+                format!("{SHARED}[worker]\nurl = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\n"),
+                "worker.origin",
+                "means nothing",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/\""),
+                "worker.status_path",
+                "not a path",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/s?x=1\""),
+                "worker.status_path",
+                "not a path",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nquiet_for = \"1m\"\ndrain_timeout = \"30s\""),
+                "worker.drain_timeout",
+                "longer than quiet_for",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\ndrain_time = \"1m\""),
+                "worker.drain_time",
+                "did you mean `drain_timeout`",
+            ),
+            (
+                PER_NODE.replace("ready_url", "metrics_url = \"ftp://x\"\nready_url"),
+                "connector.metrics_url",
+                "scheme",
+            ),
+            (
+                format!("state_dir = \"/tmp/agent\"\n{PER_NODE}"),
+                "state_dir",
+                "hides from the agent",
+            ),
+            (
+                format!("name = \"my node\"\n{PER_NODE}"),
+                "name",
+                "not a name",
+            ),
+            (notify("url = \"https://h/x\"\nformat = \"teams\""), "notify.format", "not a format"),
+            (notify("format = \"slack\""), "notify.url", "missing"),
+            (
+                notify("url = \"https://h/x\"\nurl_file = \"/etc/u\""),
+                "notify.url_file",
+                "set with url",
+            ),
+            (
+                notify("url = \"https://h/x\"\nformat = \"slack\"\nsecret_file = \"/etc/k\""),
+                "notify.secret_file",
+                "only \"json\" is signed",
+            ),
+            (notify("url = \"https://h/x\"\nformats = \"json\""), "notify.formats", "did you mean `format`"),
+            (format!("notify = 3\n{PER_NODE}"), "notify", "not a table"),
+            (format!("notify = [1]\n{PER_NODE}"), "notify[0]", "not a table"),
+            (
+                format!("{PER_NODE}[[notify]]\nurl = \"https://h/x\"\n[[notify]]\nurl = \"ftp://h/SECRET\"\n"),
+                "notify[1].url",
+                "not shown",
+            ),
+            (
+                format!("{PER_NODE}{}", "[[notify]]\nurl = \"https://h/x\"\n".repeat(9)),
+                "notify",
+                "at most 8",
+            ),
         ];
         let flag = |path: &str| format!("maintenance_flag = {path:?}\n{PER_NODE}");
         let mut table = table;
@@ -857,6 +1062,7 @@ ready_url = "http://127.0.0.1:20241/ready"
                 Err(e) => {
                     assert_eq!(e.key, key, "{e}\n{text}");
                     assert!(e.reason.contains(phrase), "{e} lacks {phrase:?}");
+                    assert!(!e.to_string().contains("SECRET"), "{e}");
                 }
             }
         }

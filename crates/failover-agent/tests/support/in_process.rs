@@ -276,6 +276,9 @@ impl Agent {
         connector: &Arc<Connector>,
     ) -> Agent {
         let port = listener.local_addr().unwrap().port();
+        // Beside the flag, one directory per agent: a pair shares a Dir.
+        let state = spec.flag.with_extension("state");
+        std::fs::create_dir_all(&state).unwrap();
         let direct = spec
             .peer_connector_ready_url
             .as_ref()
@@ -286,6 +289,7 @@ impl Agent {
 listen = "127.0.0.1:{port}"
 token_file = "/nonexistent/token"
 maintenance_flag = "{flag}"
+state_dir = "{state}"
 poll_interval = "{poll}ms"
 takeover_after = {takeover_after}
 failback_interval = "{poll}ms"
@@ -307,6 +311,7 @@ url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
 "#,
             role = spec.role,
             flag = spec.flag.display(),
+            state = state.display(),
             poll = spec.poll_ms,
             takeover_after = spec.takeover_after,
             timeout = spec.poll_ms * 3 / 4,
@@ -501,4 +506,321 @@ impl Pair {
             );
         }
     }
+}
+
+/// One request a [`Receiver`] took: its head's lines (names in lowercase,
+/// as hyper writes them) and its body.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// How a [`Receiver`] answers one request: status and body.
+pub type Handler = Arc<dyn Fn(&Received) -> (u16, String) + Send + Sync>;
+
+/// A webhook receiver (or any HTTP stand-in that must see bodies): keeps
+/// every request, answers each with the status of the moment (and `body`),
+/// or as its handler says.
+pub struct Receiver {
+    pub addr: SocketAddr,
+    pub got: Arc<Mutex<Vec<Received>>>,
+    status: Arc<Mutex<u16>>,
+    body: Arc<Mutex<String>>,
+}
+
+impl Receiver {
+    pub async fn start() -> Receiver {
+        let status = Arc::new(Mutex::new(200));
+        let body = Arc::new(Mutex::new(String::from("ok")));
+        let (s, b) = (Arc::clone(&status), Arc::clone(&body));
+        let handler: Handler = Arc::new(move |_| (*s.lock().unwrap(), b.lock().unwrap().clone()));
+        Receiver::start_with_parts(handler, status, body).await
+    }
+
+    /// A stand-in whose every answer `handler` decides.
+    pub async fn start_with(handler: Handler) -> Receiver {
+        let unused = (
+            Arc::new(Mutex::new(200)),
+            Arc::new(Mutex::new(String::new())),
+        );
+        Receiver::start_with_parts(handler, unused.0, unused.1).await
+    }
+
+    async fn start_with_parts(
+        handler: Handler,
+        status: Arc<Mutex<u16>>,
+        body: Arc<Mutex<String>>,
+    ) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let g = Arc::clone(&got);
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (g, h) = (Arc::clone(&g), Arc::clone(&handler));
+                tokio::spawn(async move {
+                    let _ = take(stream, &g, &h).await;
+                });
+            }
+        });
+        Receiver {
+            addr,
+            got,
+            status,
+            body,
+        }
+    }
+
+    pub fn answer(&self, status: u16) {
+        *self.status.lock().unwrap() = status;
+    }
+
+    pub fn answer_body(&self, body: &str) {
+        *self.body.lock().unwrap() = body.to_string();
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
+    /// The `type` of every JSON body received, in order, duplicates (the
+    /// same `id` again) dropped: what a receiver that dedupes sees.
+    pub fn types(&self) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
+        self.requests()
+            .iter()
+            .map(Received::json)
+            .filter(|v| seen.insert(v["id"].as_str().unwrap_or("").to_string()))
+            .map(|v| v["type"].as_str().unwrap_or("?").to_string())
+            .collect()
+    }
+}
+
+async fn take(mut stream: TcpStream, got: &Mutex<Vec<Received>>, handler: &Handler) -> Option<()> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+    let mut lines = head.lines();
+    let mut first = lines.next()?.split_whitespace();
+    let (method, path) = (first.next()?.to_string(), first.next()?.to_string());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut rest = data[head_end + 4..].to_vec();
+    while rest.len() < length {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        rest.extend_from_slice(&buf[..n]);
+    }
+    let received = Received {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&rest).into_owned(),
+    };
+    let (status, body) = handler(&received);
+    got.lock().unwrap().push(received);
+    let text = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(text.as_bytes()).await.ok()
+}
+
+/// A node with its own tunnel: its app (200 or 500 on demand), its
+/// connector, its egress, and its agent in this process, polling every
+/// second. `extra` is more config (`[notify]`, `[worker]`, ...), appended.
+pub struct PerNode {
+    pub dir: Dir,
+    pub agent: Agent,
+    pub app: Server,
+    pub connector: Arc<Connector>,
+    pub egress: Arc<Egress>,
+    /// The connector's `/metrics`: requests in flight, 0 until told.
+    pub metrics: Server,
+}
+
+impl PerNode {
+    pub async fn start(name: &str, extra: &str) -> PerNode {
+        let dir = Dir::new(name);
+        let listener = Agent::listener().await;
+        PerNode::start_in(dir, listener, extra).await
+    }
+
+    /// The same node again, after `kill`, in the same directory (its state
+    /// files), with its connector as it was.
+    pub async fn restart(self, extra: &str) -> PerNode {
+        let PerNode {
+            dir,
+            mut agent,
+            app,
+            connector,
+            egress,
+            metrics,
+        } = self;
+        agent.kill();
+        let listener = Agent::listener().await;
+        PerNode::with(dir, listener, extra, app, connector, egress, metrics)
+    }
+
+    async fn start_in(dir: Dir, listener: tokio::net::TcpListener, extra: &str) -> PerNode {
+        let egress = Egress::start().await;
+        let connector = Connector::new(Arc::clone(&egress)).await;
+        let app = Server::start(Answer::Fixed(200, "ok".into())).await;
+        let metrics = Server::start(in_flight(0)).await;
+        PerNode::with(dir, listener, extra, app, connector, egress, metrics)
+    }
+
+    fn with(
+        dir: Dir,
+        listener: tokio::net::TcpListener,
+        extra: &str,
+        app: Server,
+        connector: Arc<Connector>,
+        egress: Arc<Egress>,
+        metrics: Server,
+    ) -> PerNode {
+        let port = listener.local_addr().unwrap().port();
+        let flag = dir.path("maintenance");
+        let text = format!(
+            r#"topology = "tunnel-per-node"
+name = "home"
+listen = "127.0.0.1:{port}"
+token_file = "/nonexistent/token"
+maintenance_flag = "{flag}"
+state_dir = "{state}"
+poll_interval = "1s"
+failback_interval = "1s"
+probe_timeout = "750ms"
+
+[connector]
+ready_url = "{ready}"
+metrics_url = "http://{metrics}/metrics"
+control = "command"
+start_command = "false"
+stop_command = "false"
+status_command = "false"
+command_timeout = "5s"
+
+[app]
+health_url = "http://{app}/health"
+interval = "1s"
+fall = 2
+rise = 2
+
+[egress]
+url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
+
+{extra}
+"#,
+            flag = flag.display(),
+            state = dir.0.display(),
+            ready = connector.ready_url(),
+            app = app.addr,
+            egress = egress.port(),
+            metrics = metrics.addr,
+        );
+        let config = Config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(serve_with(
+            config,
+            Token::new(TOKEN),
+            Box::new(Control(Arc::clone(&connector))),
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        PerNode {
+            agent: Agent {
+                port,
+                flag,
+                stop: Some(stop),
+            },
+            dir,
+            app,
+            connector,
+            egress,
+            metrics,
+        }
+    }
+
+    /// cloudflared's gauge of requests in flight, from now on.
+    pub fn in_flight(&self, n: u64) {
+        self.metrics.set(Some(in_flight(n)));
+    }
+
+    pub fn app_down(&self) {
+        self.app.set(Some(Answer::Fixed(500, "down".into())));
+    }
+
+    pub fn app_up(&self) {
+        self.app.set(Some(Answer::Fixed(200, "ok".into())));
+    }
+
+    pub async fn expect(&self, secs: u64, what: &str, condition: impl Fn(&PerNode) -> bool) {
+        if !eventually(secs, || std::future::ready(condition(self))).await {
+            panic!(
+                "not within {secs} s: {what}\nhealth: {}",
+                self.agent.health().await
+            );
+        }
+    }
+}
+
+/// cloudflared's `/metrics` with `n` requests in flight (a few lines of
+/// what it also shows around the gauge).
+pub fn in_flight(n: u64) -> Answer {
+    Answer::Fixed(
+        200,
+        format!(
+            "# HELP cloudflared_tunnel_total_requests Amount of requests proxied through all the tunnels\n\
+             # TYPE cloudflared_tunnel_total_requests counter\n\
+             cloudflared_tunnel_total_requests 1234\n\
+             # HELP cloudflared_tunnel_concurrent_requests_per_tunnel Concurrent requests proxied through each tunnel\n\
+             # TYPE cloudflared_tunnel_concurrent_requests_per_tunnel gauge\n\
+             cloudflared_tunnel_concurrent_requests_per_tunnel {n}\n"
+        ),
+    )
 }

@@ -223,6 +223,8 @@ impl NodeSpec {
     pub fn write_config(&self, dir: &Scratch) -> PathBuf {
         let token = dir.path("token");
         write_token(&token, TOKEN);
+        let state = dir.path(&format!("{}.state", self.name));
+        std::fs::create_dir_all(&state).expect("state dir");
         let pid = self.pidfile(dir);
         let direct = self
             .peer_connector_port
@@ -233,6 +235,7 @@ impl NodeSpec {
 listen = "127.0.0.1:{agent}"
 token_file = "{token}"
 maintenance_flag = "{flag}"
+state_dir = "{state}"
 poll_interval = "{poll}ms"
 takeover_after = {takeover_after}
 failback_interval = "{poll}ms"
@@ -256,6 +259,7 @@ url = "http://127.0.0.1:{edge}/cdn-cgi/trace"
             agent = self.agent_port,
             token = token.display(),
             flag = self.flag(dir).display(),
+            state = state.display(),
             poll = self.poll_ms,
             takeover_after = self.takeover_after,
             timeout = self.poll_ms * 3 / 4,

@@ -17,7 +17,8 @@ pub enum Decision {
     /// egress is proven and the app is up; serve again.
     FailBack,
     /// The maintenance flag is set and our connector runs: stop it (in a
-    /// shared tunnel, after the peer's connector is ready).
+    /// shared tunnel, after the peer's connector is ready; with its own
+    /// tunnel, after draining it at the Worker when the agent can).
     Drain,
     /// Our connector runs but this node cannot serve: its app is down, or
     /// (tunnel per node) the connector lost its edge connections. Stop it so
@@ -117,6 +118,16 @@ pub enum Action {
     /// actions after it run anyway, with a loud log: a planned stop that
     /// waits forever is no longer planned.
     AwaitPeerReady,
+    /// Tunnel per node, before a planned stop: ask the Worker to drain
+    /// this node's origin and wait, bounded, until it does and no request
+    /// is in flight ([`edge_drain`](super::edge_drain)). A no-op for an
+    /// agent without the Worker's admin API configured; never a reason to
+    /// skip the stop after it.
+    DrainAtEdge,
+    /// Tunnel per node, after a start: if this node drained its origin at
+    /// the edge, give it back to health (`auto`) once the connector is
+    /// ready. A no-op otherwise.
+    ResumeAtEdge,
 }
 
 /// Start before asking the peer to stop: the tunnel is better served twice
@@ -137,6 +148,11 @@ const HAND_OVER: [Action; 3] = [
     Action::StopLocal,
 ];
 const STOP: [Action; 1] = [Action::StopLocal];
+/// A planned stop with its own tunnel: the edge stops sending first, so no
+/// request meets a connector on its way down.
+const DRAIN_PER_NODE: [Action; 2] = [Action::DrainAtEdge, Action::StopLocal];
+/// Serving again, the edge is told so once the connector is ready.
+const FAIL_BACK_PER_NODE: [Action; 2] = [Action::StartLocal, Action::ResumeAtEdge];
 
 impl Decision {
     /// The side effects of a decision in a topology.
@@ -147,9 +163,12 @@ impl Decision {
             Decision::TakeOver => &TAKE_OVER,
             Decision::StandDown => &STOP,
             Decision::FailBack if shared => &FAIL_BACK_SHARED,
-            Decision::FailBack => &RETRY_START,
+            Decision::FailBack => &FAIL_BACK_PER_NODE,
             Decision::Drain | Decision::Withdraw if shared => &HAND_OVER,
-            Decision::Drain | Decision::Withdraw => &STOP,
+            Decision::Drain => &DRAIN_PER_NODE,
+            // Unplanned: the node cannot serve now (its app is down, its
+            // uplink gone), so nothing is gained by waiting for the edge.
+            Decision::Withdraw => &STOP,
         }
     }
 

@@ -16,6 +16,8 @@
 //! - [`app`]: the node's own app, watched through its health URL.
 //! - [`schedule`]: when each check is next due; the driver sleeps until then.
 //! - [`decision`]: [`Decision`], [`Action`] and [`Outcome`], the answers.
+//! - [`edge_drain`]: the wait between draining this node at the Worker and
+//!   stopping its connector (tunnel per node), and when to give it back.
 //! - [`evidence`]: [`Evidence`], the facts an answer rests on, as values the
 //!   agent renders (and de-duplicates) for its log.
 //! - [`order`]: [`Order`], what the peer or an operator asks through the
@@ -24,6 +26,7 @@
 
 pub mod app;
 pub mod decision;
+pub mod edge_drain;
 pub mod evidence;
 pub mod failback;
 pub mod machine;

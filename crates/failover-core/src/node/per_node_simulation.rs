@@ -123,6 +123,9 @@ impl Sim {
             match action {
                 Action::StartLocal => self.world.connector = true,
                 Action::StopLocal => self.world.connector = false,
+                // The Worker is not simulated here: the agent's edge steps
+                // change nothing the machine sees.
+                Action::DrainAtEdge | Action::ResumeAtEdge => {}
                 other => panic!("{other:?} in the tunnel-per-node topology"),
             }
         }

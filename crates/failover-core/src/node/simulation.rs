@@ -302,6 +302,9 @@ impl Sim {
                         self.stops_without_peer += 1;
                     }
                 }
+                Action::DrainAtEdge | Action::ResumeAtEdge => {
+                    panic!("{action:?} in a shared tunnel")
+                }
             }
         }
     }

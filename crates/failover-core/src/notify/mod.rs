@@ -12,7 +12,9 @@
 //! - [`flap`]: at most one message per subject per interval, the rest
 //!   summarised.
 //! - [`retry`]: when a failed delivery is tried again, and when it is given up.
+//! - [`agent`]: which of the node agent's decisions make which event.
 
+pub mod agent;
 pub mod event;
 pub mod flap;
 pub mod format;

@@ -1,0 +1,128 @@
+//! `[worker]`: the Worker in front of the nodes, for its admin API: the
+//! drain before a planned stop (tunnel per node) and `failover-agent
+//! origin`. The admin token is read from its file by [`read_token`], which
+//! `run`, `check-config` and `origin` call.
+
+use std::path::{Path, PathBuf};
+
+use failover_core::node::Topology;
+
+use crate::notify::Hidden;
+use crate::worker::{
+    Settings, DEFAULT_DRAIN_MS, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_QUIET_FOR_MS, DEFAULT_STATUS_PATH,
+};
+
+use super::{check_name, err, secret_file, ConfigError, Section, MIN_TOKEN_CHARS};
+
+const KEYS: &[&str] = &[
+    "url",
+    "status_path",
+    "admin_token_file",
+    "origin",
+    "drain",
+    "quiet_for",
+    "drain_timeout",
+];
+
+pub(super) fn parse(
+    section: &Section<'_>,
+    topology: Topology,
+) -> Result<Option<Settings>, ConfigError> {
+    if !section.is_present() {
+        return Ok(None);
+    }
+    section.only(KEYS)?;
+    let url = section.url("url")?.ok_or_else(|| {
+        err(
+            "worker.url",
+            "missing; the site's URL at the Worker, e.g. \"https://www.example.com\"",
+        )
+    })?;
+    if url.path != "/" {
+        return Err(err(
+            "worker.url",
+            format!(
+                "{url} has a path; give the site's URL alone (the admin API is under \
+                 worker.status_path)"
+            ),
+        ));
+    }
+    let status_path = section
+        .string("status_path")?
+        .unwrap_or_else(|| DEFAULT_STATUS_PATH.to_string());
+    let good_path = status_path.starts_with('/')
+        && status_path.len() > 1
+        && !status_path.ends_with('/')
+        && status_path
+            .chars()
+            .all(|c| c.is_ascii_graphic() && !matches!(c, '?' | '#' | '%'));
+    if !good_path {
+        return Err(err(
+            "worker.status_path",
+            format!(
+                "{status_path:?} is not a path like \"{DEFAULT_STATUS_PATH}\" (the Worker's \
+                 STATUS_PATH: starts with '/', not '/' alone, no trailing '/', query or \
+                 spaces)"
+            ),
+        ));
+    }
+    let admin_token_file = PathBuf::from(section.string("admin_token_file")?.ok_or_else(|| {
+        err(
+            "worker.admin_token_file",
+            "missing; a file (mode 0600) holding the Worker's ADMIN_TOKEN secret",
+        )
+    })?);
+    let origin =
+        match (section.string("origin")?, topology) {
+            (Some(_), Topology::SharedTunnel) => return Err(err(
+                "worker.origin",
+                "means nothing with topology = \"shared-tunnel\": both nodes serve one origin, \
+                 and draining it would drain the site; remove it",
+            )),
+            (Some(name), Topology::TunnelPerNode) => {
+                Some(check_name(&name).map_err(|why| err("worker.origin", why))?)
+            }
+            (None, Topology::TunnelPerNode) => return Err(err(
+                "worker.origin",
+                "missing; this node's origin name in the Worker's ORIGINS (the agent drains it \
+                 at the Worker before a planned stop of its connector)",
+            )),
+            (None, Topology::SharedTunnel) => None,
+        };
+    let drain_ms = section.duration_ms("drain")?.unwrap_or(DEFAULT_DRAIN_MS);
+    let quiet_for_ms = section
+        .duration_ms("quiet_for")?
+        .unwrap_or(DEFAULT_QUIET_FOR_MS);
+    let drain_timeout_ms = section
+        .duration_ms("drain_timeout")?
+        .unwrap_or(DEFAULT_DRAIN_TIMEOUT_MS);
+    if drain_timeout_ms <= quiet_for_ms {
+        return Err(err(
+            "worker.drain_timeout",
+            format!(
+                "{drain_timeout_ms} ms must be longer than quiet_for ({quiet_for_ms} ms), or \
+                 the wait could never see enough quiet"
+            ),
+        ));
+    }
+    Ok(Some(Settings {
+        url,
+        status_path,
+        admin_token_file,
+        origin,
+        drain_ms,
+        quiet_for_ms,
+        drain_timeout_ms,
+    }))
+}
+
+/// The Worker's admin token, from `admin_token_file`: owner-only, and as
+/// long as a token must be.
+pub(crate) fn read_token(path: &Path) -> Result<Hidden, ConfigError> {
+    let use_ = secret_file::Use {
+        readers_can: "can drain, disable or force up any origin at the Worker",
+        min_chars: MIN_TOKEN_CHARS,
+        why_long: "(it guards the Worker's admin API)",
+    };
+    secret_file::read("worker.admin_token_file", path, &use_).map(Hidden)
+}

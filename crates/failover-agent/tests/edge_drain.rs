@@ -1,0 +1,423 @@
+//! Tunnel per node with `[worker]`: a planned stop (maintenance on) drains
+//! the node's origin at the Worker first, and stops the connector only
+//! once the Worker reports the drain in effect and cloudflared has had no
+//! request in flight for `quiet_for` (bounded by `drain_timeout`); a
+//! fail-back gives the origin back (`auto`). Against a local stand-in of
+//! the Worker's admin API (the contract: `POST {STATUS_PATH}/origins/{name}`
+//! with a bearer token and `{"mode", "ttl_s", "drain_s"}`, `GET
+//! {STATUS_PATH}/origins`) and a fake cloudflared `/metrics`, the agent in
+//! this process on paused time.
+
+// Test code: a failed unwrap here is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::in_process::{Dir, Handler, PerNode, Received, Receiver};
+
+const ADMIN_TOKEN: &str = "an-admin-token-for-tests";
+const STATUS: &str = "/__failover/status";
+
+/// The Worker's admin API as the contract says, with its overrides in
+/// memory: a drain is in effect from the first GET after it was set.
+struct Worker {
+    api: Receiver,
+    overrides: Arc<Mutex<BTreeMap<String, Value>>>,
+    /// The status answered instead, when set (404: an older Worker).
+    broken: Arc<Mutex<Option<u16>>>,
+}
+
+impl Worker {
+    async fn start() -> Worker {
+        let overrides = Arc::new(Mutex::new(BTreeMap::<String, Value>::new()));
+        let broken = Arc::new(Mutex::new(None::<u16>));
+        let (o, b) = (Arc::clone(&overrides), Arc::clone(&broken));
+        let handler: Handler = Arc::new(move |r: &Received| {
+            if let Some(status) = *b.lock().unwrap() {
+                return (status, json!({"error": "broken on purpose"}).to_string());
+            }
+            if r.header("authorization") != Some(&format!("Bearer {ADMIN_TOKEN}")) {
+                return (401, json!({"error": "unauthorized"}).to_string());
+            }
+            let mut all = o.lock().unwrap();
+            let origins = format!("{STATUS}/origins");
+            match (r.method.as_str(), r.path.strip_prefix(&origins)) {
+                ("GET", Some("")) => {
+                    for v in all.values_mut() {
+                        v["in_effect"] = json!(true);
+                    }
+                    (200, json!({"overrides": *all}).to_string())
+                }
+                ("POST", Some(name)) if name.starts_with('/') => {
+                    let body = r.json();
+                    let entry = json!({
+                        "mode": body["mode"],
+                        "set_at": "2026-12-01T19:00:00Z",
+                        "expires_at": body["ttl_s"].as_u64().map(|_| "2026-12-01T20:00:00Z"),
+                        "in_effect": false,
+                    });
+                    all.insert(name[1..].to_string(), entry.clone());
+                    (200, entry.to_string())
+                }
+                _ => (404, json!({"error": "not found"}).to_string()),
+            }
+        });
+        Worker {
+            api: Receiver::start_with(handler).await,
+            overrides,
+            broken,
+        }
+    }
+
+    /// The modes POSTed for `name`, in order.
+    fn modes(&self) -> Vec<String> {
+        self.api
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .map(|r| r.json()["mode"].as_str().unwrap_or("?").to_string())
+            .collect()
+    }
+
+    fn mode_of(&self, name: &str) -> Option<String> {
+        let all = self.overrides.lock().unwrap();
+        all.get(name)
+            .and_then(|v| v["mode"].as_str())
+            .map(str::to_string)
+    }
+}
+
+fn worker_section(worker: &Worker, secrets: &Dir, extra: &str) -> String {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let token = secrets.path("admin-token");
+    let _ = std::fs::remove_file(&token);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&token)
+        .unwrap();
+    writeln!(file, "{ADMIN_TOKEN}").unwrap();
+    format!(
+        "[worker]\nurl = \"http://{}\"\nadmin_token_file = \"{}\"\norigin = \"home\"\ndrain = \"30s\"\nquiet_for = \"5s\"\ndrain_timeout = \"40s\"\n{extra}",
+        worker.api.addr,
+        token.display()
+    )
+}
+
+async fn seconds(n: u64) {
+    tokio::time::sleep(Duration::from_secs(n)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn maintenance_drains_at_the_worker_waits_for_quiet_then_stops_and_fail_back_resumes() {
+    let worker = Worker::start().await;
+    let secrets = Dir::new("drain-secrets");
+    let node = PerNode::start("drain-node", &worker_section(&worker, &secrets, "")).await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    assert!(
+        worker.api.requests().is_empty(),
+        "asked the Worker for nothing yet"
+    );
+
+    // Two requests in flight (a download, a WebSocket) when the flag is set.
+    node.in_flight(2);
+    node.agent.maintenance(true);
+    seconds(3).await;
+    let drain = worker.api.requests()[0].clone();
+    assert_eq!(drain.method, "POST");
+    assert_eq!(drain.path, "/__failover/status/origins/home");
+    assert_eq!(
+        drain.header("authorization"),
+        Some(format!("Bearer {ADMIN_TOKEN}").as_str())
+    );
+    assert_eq!(drain.header("content-type"), Some("application/json"));
+    assert_eq!(
+        drain.json(),
+        json!({"mode": "drain", "ttl_s": 3600, "drain_s": 30})
+    );
+    assert!(node.dir.path("edge-drained").exists());
+    // In effect at the Worker, but requests in flight: the connector stays.
+    seconds(15).await;
+    assert!(
+        node.connector.is_running(),
+        "stopped with requests in flight"
+    );
+
+    node.in_flight(0);
+    seconds(3).await;
+    assert!(node.connector.is_running(), "stopped before quiet_for");
+    node.expect(10, "stopped once quiet for 5 s", |n| {
+        !n.connector.is_running()
+    })
+    .await;
+    assert_eq!(worker.modes(), ["drain"]);
+
+    // Serving again: the origin is given back to health once ready.
+    node.agent.maintenance(false);
+    node.expect(20, "serving after maintenance", |n| n.connector.is_ready())
+        .await;
+    seconds(3).await;
+    assert_eq!(worker.modes(), ["drain", "auto"]);
+    assert_eq!(worker.mode_of("home").as_deref(), Some("auto"));
+    assert!(!node.dir.path("edge-drained").exists());
+    // Nothing more once it is back: a steady minute asks nothing.
+    let asked = worker.api.requests().len();
+    seconds(60).await;
+    assert_eq!(worker.api.requests().len(), asked);
+}
+
+/// A WebSocket that never ends: the stop waits `drain_timeout`, no more.
+#[tokio::test(start_paused = true)]
+async fn drain_timeout_bounds_the_wait() {
+    let worker = Worker::start().await;
+    let secrets = Dir::new("drain-timeout-secrets");
+    let node = PerNode::start("drain-timeout-node", &worker_section(&worker, &secrets, "")).await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    node.in_flight(1);
+    node.agent.maintenance(true);
+    seconds(35).await;
+    assert!(
+        node.connector.is_running(),
+        "stopped before drain_timeout (40 s)"
+    );
+    node.expect(10, "stopped at drain_timeout", |n| {
+        !n.connector.is_running()
+    })
+    .await;
+}
+
+/// An older Worker (no admin API: 404) or one that cannot be reached: no
+/// reason to keep a node in maintenance serving; it stops at once.
+#[tokio::test(start_paused = true)]
+async fn a_worker_without_the_admin_api_means_todays_stop() {
+    for status in [404, 500] {
+        let worker = Worker::start().await;
+        *worker.broken.lock().unwrap() = Some(status);
+        let secrets = Dir::new(&format!("drain-404-secrets-{status}"));
+        let node = PerNode::start(
+            &format!("drain-404-node-{status}"),
+            &worker_section(&worker, &secrets, ""),
+        )
+        .await;
+        node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+            .await;
+        node.in_flight(3);
+        node.agent.maintenance(true);
+        node.expect(3, "stopped at once", |n| !n.connector.is_running())
+            .await;
+        assert!(!node.dir.path("edge-drained").exists());
+        node.agent.maintenance(false);
+        node.expect(20, "serving after maintenance", |n| n.connector.is_ready())
+            .await;
+        // Never drained by us: nothing to give back.
+        assert_eq!(worker.modes(), ["drain"], "HTTP {status}");
+    }
+}
+
+/// The flag removed while the edge drains: the connector keeps serving
+/// and the origin is given back at once.
+#[tokio::test(start_paused = true)]
+async fn the_flag_removed_during_the_drain_cancels_it() {
+    let receiver = Receiver::start().await;
+    let worker = Worker::start().await;
+    let secrets = Dir::new("drain-cancel-secrets");
+    let notify = format!("[notify]\nurl = \"{}\"\n", receiver.url("/hook"));
+    let node = PerNode::start(
+        "drain-cancel-node",
+        &format!("{notify}\n{}", worker_section(&worker, &secrets, "")),
+    )
+    .await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    node.in_flight(1);
+    node.agent.maintenance(true);
+    seconds(5).await;
+    node.agent.maintenance(false);
+    seconds(5).await;
+    assert!(node.connector.is_running());
+    assert_eq!(node.connector.stops.lock().unwrap().len(), 0);
+    assert_eq!(worker.modes(), ["drain", "auto"]);
+    seconds(20).await;
+    assert!(node.connector.is_ready());
+    // The drain was not carried out: nothing told but the flag's removal.
+    assert_eq!(receiver.types(), ["node.fail-back", "node.maintenance-off"]);
+}
+
+/// The agent restarted during maintenance (an upgrade, say) still gives
+/// the origin back once it serves again; and a Worker failing that `auto`
+/// is asked again at the next polls.
+#[tokio::test(start_paused = true)]
+async fn a_restarted_agent_gives_the_origin_back_and_retries_until_taken() {
+    let worker = Worker::start().await;
+    let secrets = Dir::new("drain-restart-secrets");
+    let section = worker_section(&worker, &secrets, "");
+    let node = PerNode::start("drain-restart-node", &section).await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    node.agent.maintenance(true);
+    node.expect(20, "drained and stopped", |n| !n.connector.is_running())
+        .await;
+    let node = node.restart(&section).await;
+    seconds(5).await;
+    *worker.broken.lock().unwrap() = Some(503);
+    node.agent.maintenance(false);
+    node.expect(20, "serving after maintenance", |n| n.connector.is_ready())
+        .await;
+    seconds(5).await;
+    assert_eq!(worker.mode_of("home").as_deref(), Some("drain"));
+    *worker.broken.lock().unwrap() = None;
+    seconds(5).await;
+    assert_eq!(worker.mode_of("home").as_deref(), Some("auto"));
+    assert!(!node.dir.path("edge-drained").exists());
+}
+
+/// `failover-agent origin`, the real binary against the stand-in: the
+/// contract's request for each mode, the answer for a person, the Worker's
+/// refusals in words, the token never shown, and a config without
+/// `[worker]` an error naming it.
+#[tokio::test]
+async fn the_origin_command_speaks_the_contract() {
+    let worker = Worker::start().await;
+    let secrets = Dir::new("origin-cli");
+    let section = worker_section(&worker, &secrets, "");
+    let config = |extra: &str| {
+        let path = secrets.path("config.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "topology = \"tunnel-per-node\"\ntoken_file = \"/nonexistent\"\n\
+                 maintenance_flag = \"{}\"\n[connector]\nready_url = \"http://127.0.0.1:1/ready\"\n{extra}",
+                secrets.path("flag").display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let run = |path: std::path::PathBuf, words: &'static [&'static str]| async move {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(support::AGENT)
+                .arg("--config")
+                .arg(&path)
+                .arg("origin")
+                .args(words)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    let text = |out: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let path = config(&section);
+
+    let out = run(
+        path.clone(),
+        &["drain", "home", "--for", "30m", "--drain", "5m"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        text(&out).trim(),
+        "origin home: drain, set 2026-12-01T19:00:00Z, expires 2026-12-01T20:00:00Z (not in effect yet)"
+    );
+    let sent = worker.api.requests().last().cloned().unwrap();
+    assert_eq!(
+        (sent.method.as_str(), sent.path.as_str()),
+        ("POST", "/__failover/status/origins/home")
+    );
+    assert_eq!(
+        sent.json(),
+        json!({"mode": "drain", "ttl_s": 1800, "drain_s": 300})
+    );
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {ADMIN_TOKEN}").as_str())
+    );
+    for (words, body) in [
+        (&["disable", "vps"][..], json!({"mode": "disable"})),
+        (
+            &["force-up", "vps", "--for", "1h"][..],
+            json!({"mode": "force-up", "ttl_s": 3600}),
+        ),
+        (&["auto", "home"][..], json!({"mode": "auto"})),
+    ] {
+        let words: &'static [&'static str] = Box::leak(words.to_vec().into_boxed_slice());
+        let out = run(path.clone(), words).await;
+        assert_eq!(out.status.code(), Some(0), "{words:?}: {}", text(&out));
+        assert_eq!(
+            worker.api.requests().last().unwrap().json(),
+            body,
+            "{words:?}"
+        );
+    }
+    let out = run(path.clone(), &["show"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let shown = text(&out);
+    assert!(shown.contains("origin home: auto"), "{shown}");
+    assert!(shown.contains("origin vps: force-up, set 2026-12-01T19:00:00Z, expires 2026-12-01T20:00:00Z (in effect)"), "{shown}");
+    assert_eq!(
+        worker.api.requests().last().unwrap().path,
+        "/__failover/status/origins"
+    );
+
+    // The Worker's refusals, in words; never the token.
+    for (status, phrase) in [
+        (401, "refused the token"),
+        (404, "no admin API"),
+        (400, "broken on purpose"),
+    ] {
+        *worker.broken.lock().unwrap() = Some(status);
+        let out = run(path.clone(), &["drain", "home"]).await;
+        assert_eq!(out.status.code(), Some(1), "{status}: {}", text(&out));
+        assert!(text(&out).contains(phrase), "{status}: {}", text(&out));
+        assert!(!text(&out).contains(ADMIN_TOKEN), "{}", text(&out));
+    }
+    *worker.broken.lock().unwrap() = None;
+
+    // Bad command lines and configs: exit 2, naming what is wrong.
+    for (words, phrase) in [
+        (&["drain"][..], "<NAME>"),
+        (&["show", "home"][..], "takes no name"),
+        (
+            &["auto", "home", "--drain", "5m"][..],
+            "--drain goes with origin drain only",
+        ),
+        (&["drain", "home", "--for", "forever"][..], "--for"),
+        (&["drain", "bad name"][..], "not a name"),
+    ] {
+        let words: &'static [&'static str] = Box::leak(words.to_vec().into_boxed_slice());
+        let out = run(path.clone(), words).await;
+        assert_eq!(out.status.code(), Some(2), "{words:?}: {}", text(&out));
+        assert!(text(&out).contains(phrase), "{words:?}: {}", text(&out));
+    }
+    // An admin token others may read is refused, by key.
+    use std::os::unix::fs::PermissionsExt;
+    let token = secrets.path("admin-token");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = run(path.clone(), &["drain", "home"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("`worker.admin_token_file`"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains(ADMIN_TOKEN), "{}", text(&out));
+    let bare = config("");
+    let out = run(bare, &["drain", "home"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("`worker`"), "{}", text(&out));
+}
