@@ -35,10 +35,10 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
         return None;
     };
     let config = &isolate.config;
-    let status_path = match config.status_token {
-        Some(_) => JsValue::from_str(&config.status_path),
-        None => JsValue::UNDEFINED,
-    };
+    // The status endpoint and the admin API under it: the full path's.
+    let status_path = config
+        .reserved_path()
+        .map_or(JsValue::UNDEFINED, JsValue::from_str);
     let strings = |f: &dyn Fn(&Origin) -> String| -> JsValue {
         config
             .origins
@@ -72,19 +72,32 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
         return None;
     };
     let lease = isolate.lease()?;
-    let healthy = if needs_steering(&isolate.config) {
-        let health = isolate.health();
-        (0..isolate.config.origins.len())
-            .map(|i| JsValue::from_bool(health.is_up(i)))
+    let n = isolate.config.origins.len();
+    let per_origin = |f: &dyn Fn(usize) -> bool| -> JsValue {
+        (0..n)
+            .map(|i| JsValue::from_bool(f(i)))
             .collect::<js_sys::Array>()
             .into()
+    };
+    let steering = needs_steering(&isolate.config);
+    // Overrides fold into the health the lease carries: what requests may
+    // go to, and (only while one is in force) what they may be meant for.
+    let healthy = if steering {
+        per_origin(&|i| isolate.routable(i))
     } else {
         JsValue::UNDEFINED
     };
-    let fields: [(&str, JsValue); 3] = [
+    let intendable = if steering && isolate.overrides_in_force() {
+        per_origin(&|i| isolate.intendable(i))
+    } else {
+        JsValue::UNDEFINED
+    };
+    let fields: [(&str, JsValue); 5] = [
         ("origin", JsValue::from_f64(lease.origin as f64)),
         ("workDue", JsValue::from_f64(lease.work_due_ms as f64)),
         ("healthy", healthy),
+        ("intendable", intendable),
+        ("failover", JsValue::from_bool(lease.failover)),
     ];
     Some(object(&fields))
 }

@@ -5,7 +5,9 @@
 //! request ever waits on it; if it is unreachable they go on with their own
 //! map. A Cron Trigger pokes it so the alarm chain never dies.
 //!
-//! On when the `HEALTH_CHECKER` Durable Object binding exists.
+//! On when the `HEALTH_CHECKER` Durable Object binding exists. The checker
+//! also stores operators' overrides (src/overrides.rs) and hands them out
+//! with its verdicts.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -14,6 +16,8 @@ use std::time::Duration;
 use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::health::HealthMap;
 use failover_core::edge::report;
+use failover_core::edge::overrides::wire::Snapshot;
+use failover_core::edge::overrides::Overrides;
 use failover_core::edge::shared::{decode_map, encode_map, Source};
 use futures_util::future::join_all;
 use worker::{durable_object, Context, DurableObject, Env, Request, Response, Result, State};
@@ -21,17 +25,13 @@ use worker::{durable_object, Context, DurableObject, Env, Request, Response, Res
 use crate::isolate::{var_text, Isolate};
 use crate::{clock, forward, log};
 
-pub const BINDING: &str = "HEALTH_CHECKER";
+pub const BINDING: &str = failover_core::edge::consult::BINDING;
 const STORAGE_KEY: &str = "verdicts";
 const CHECKER_URL: &str = "https://health-checker.internal/verdicts";
 
-/// How long the checker's verdicts are trusted: three missed alarms.
-fn max_age(config: &WorkerConfig) -> Duration {
-    Duration::from_millis(config.health_interval_ms.saturating_mul(3))
-}
-
 /// Asks the checker for its verdicts if the consultation is due; never on
-/// the request path.
+/// the request path. Only with colo health off: otherwise the location's
+/// copy of its answer stands in (src/consult.rs).
 pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u64) {
     if !isolate.take_global_read(now_ms) {
         return;
@@ -42,7 +42,7 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
     let isolate = Rc::clone(isolate);
     ctx.wait_until(async move {
         let answer = async {
-            let stub = namespace.id_from_name("global")?.get_stub()?;
+            let stub = namespace.id_from_name(failover_core::edge::consult::OBJECT_NAME)?.get_stub()?;
             let mut res = stub.fetch_with_str(CHECKER_URL).await?;
             if res.status_code() != 200 {
                 return Err(worker::Error::RustError(format!(
@@ -53,19 +53,12 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
             res.text().await
         };
         match answer.await {
-            Ok(text) => adopt_all(&isolate, &text),
+            Ok(text) => {
+                crate::consult::adopt(&isolate, &text);
+            }
             Err(e) => log::line(&report::shared_error("global checker", &e.to_string())),
         }
     });
-}
-
-fn adopt_all(isolate: &Isolate, text: &str) {
-    let max_age = max_age(&isolate.config);
-    for (name, verdict) in decode_map(text) {
-        if let Some(origin) = isolate.config.origins.iter().position(|o| o.name == name) {
-            isolate.adopt(origin, verdict, Source::Global, max_age);
-        }
-    }
 }
 
 /// The Cron Trigger: make sure the checker's alarm is scheduled.
@@ -74,7 +67,7 @@ pub async fn keep_alive(env: &Env) {
         return;
     };
     let poke = async {
-        let stub = namespace.id_from_name("global")?.get_stub()?;
+        let stub = namespace.id_from_name(failover_core::edge::consult::OBJECT_NAME)?.get_stub()?;
         stub.fetch_with_str(CHECKER_URL).await
     };
     if let Err(e) = poke.await {
@@ -95,6 +88,9 @@ struct Checker {
     health: RefCell<HealthMap>,
     /// When the last round of probes finished.
     confirmed_ms: Cell<u64>,
+    /// Operators' overrides (src/overrides.rs); the checker is their one
+    /// writer.
+    overrides: RefCell<Overrides>,
 }
 
 impl Checker {
@@ -107,6 +103,15 @@ impl Checker {
             }),
         )
     }
+
+    /// What isolates are told: the verdicts and the overrides, as of now.
+    fn snapshot(&self, now_ms: u64) -> String {
+        let health = self.health.borrow();
+        let confirmed = self.confirmed_ms.get();
+        let verdicts = (0..self.config.origins.len())
+            .filter_map(|i| Some((i, health.verdict_to_share(i, confirmed)?)));
+        Snapshot::of(&self.config, now_ms, verdicts, &self.overrides.borrow()).encode()
+    }
 }
 
 impl DurableObject for HealthChecker {
@@ -118,9 +123,10 @@ impl DurableObject for HealthChecker {
         }
     }
 
-    /// Any request: answer the current verdicts, and make sure the alarm
-    /// that refreshes them is set.
-    async fn fetch(&self, _req: Request) -> Result<Response> {
+    /// Any request: make sure the alarm that refreshes the verdicts is set;
+    /// an override's change or list (src/overrides.rs), or else the current
+    /// verdicts and overrides.
+    async fn fetch(&self, req: Request) -> Result<Response> {
         let checker = match self.checker().await {
             Ok(checker) => checker,
             Err(problem) => return Response::error(problem, 500),
@@ -129,7 +135,9 @@ impl DurableObject for HealthChecker {
             // The first round runs at once; the alarm then re-arms itself.
             self.state.storage().set_alarm(Duration::ZERO).await?;
         }
-        Response::ok(checker.verdicts())
+        let snapshot = |now_ms| checker.snapshot(now_ms);
+        crate::overrides::checker_fetch(&self.state, &checker.config, &checker.overrides, snapshot, req)
+            .await
     }
 
     async fn alarm(&self) -> Result<Response> {
@@ -141,6 +149,7 @@ impl DurableObject for HealthChecker {
         };
         join_all((0..checker.config.origins.len()).map(|i| probe(&checker, i))).await;
         checker.confirmed_ms.set(clock::now_ms());
+        crate::overrides::expire(&self.state, &checker.config, &checker.overrides).await;
         self.state
             .storage()
             .put(STORAGE_KEY, checker.verdicts())
@@ -181,10 +190,12 @@ impl HealthChecker {
                 }
             }
         }
+        let overrides = crate::overrides::load(&self.state, &config).await;
         let checker = Rc::new(Checker {
             config,
             health: RefCell::new(health),
             confirmed_ms: Cell::new(confirmed_ms),
+            overrides: RefCell::new(overrides),
         });
         *self.checker.borrow_mut() = Some(Rc::clone(&checker));
         Ok(checker)
