@@ -43,7 +43,8 @@ pub async fn proxy(
         return status::answer(&req, isolate);
     }
     if let Some(subpath) = reserved_subpath(&url, config.reserved_path()) {
-        return admin::answer(&req, subpath, isolate, env, ctx).await;
+        // Boxed: the admin API's state stays out of every request's future.
+        return Box::pin(admin::answer(&req, subpath, isolate, env, ctx)).await;
     }
     let method = req.method();
     let body = match body::RequestBody::prepare(&req, &method, isolate).await {
