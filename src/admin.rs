@@ -42,7 +42,12 @@ pub async fn answer(
         config.admin_token.as_deref(),
     );
     let method = req.method();
-    match decide(AdminPath::of(subpath), &method, who, config.admin_token.is_some()) {
+    match decide(
+        AdminPath::of(subpath),
+        &method,
+        who,
+        config.admin_token.is_some(),
+    ) {
         Answer::NotFound => plain(404, "not found"),
         Answer::MethodNotAllowed(allow) => {
             let res = plain(405, &format!("method not allowed; use {allow}"));
@@ -123,7 +128,11 @@ async fn set(
 
 fn checker(env: &Env) -> Option<worker::Stub> {
     let namespace = env.durable_object(consult::BINDING).ok()?;
-    namespace.id_from_name(consult::OBJECT_NAME).ok()?.get_stub().ok()
+    namespace
+        .id_from_name(consult::OBJECT_NAME)
+        .ok()?
+        .get_stub()
+        .ok()
 }
 
 fn no_checker() -> web_sys::Response {
@@ -140,7 +149,10 @@ fn unreachable_checker() -> web_sys::Response {
 /// The body as text, at most MAX_BODY_BYTES; None for a longer or broken one.
 async fn read_body(req: &web_sys::Request) -> Option<String> {
     let declared = req.headers().get("content-length").ok().flatten();
-    if declared.and_then(|l| l.trim().parse::<usize>().ok()).is_some_and(|l| l > MAX_BODY_BYTES) {
+    if declared
+        .and_then(|l| l.trim().parse::<usize>().ok())
+        .is_some_and(|l| l > MAX_BODY_BYTES)
+    {
         return None;
     }
     let read = JsFuture::from(js_bridge::read_bounded_js(req, MAX_BODY_BYTES as f64)).await;

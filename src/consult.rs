@@ -127,7 +127,12 @@ pub async fn ask(env: &Env) -> worker::Result<String> {
 /// the location's copy at once, so the location learns it within a read.
 pub async fn share(isolate: &Isolate, text: &str) {
     if let Some((snapshot_key, _)) = isolate.snapshot_keys() {
-        colo::put(&snapshot_key, text, consult::snapshot_ttl(interval(isolate))).await;
+        colo::put(
+            &snapshot_key,
+            text,
+            consult::snapshot_ttl(interval(isolate)),
+        )
+        .await;
     }
 }
 

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::health::HealthMap;
-use failover_core::edge::report;
 use failover_core::edge::overrides::wire::Snapshot;
 use failover_core::edge::overrides::Overrides;
+use failover_core::edge::report;
 use failover_core::edge::shared::{decode_map, encode_map, Source};
 use futures_util::future::join_all;
 use worker::{durable_object, Context, DurableObject, Env, Request, Response, Result, State};
@@ -42,7 +42,9 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
     let isolate = Rc::clone(isolate);
     ctx.wait_until(async move {
         let answer = async {
-            let stub = namespace.id_from_name(failover_core::edge::consult::OBJECT_NAME)?.get_stub()?;
+            let stub = namespace
+                .id_from_name(failover_core::edge::consult::OBJECT_NAME)?
+                .get_stub()?;
             let mut res = stub.fetch_with_str(CHECKER_URL).await?;
             if res.status_code() != 200 {
                 return Err(worker::Error::RustError(format!(
@@ -67,7 +69,9 @@ pub async fn keep_alive(env: &Env) {
         return;
     };
     let poke = async {
-        let stub = namespace.id_from_name(failover_core::edge::consult::OBJECT_NAME)?.get_stub()?;
+        let stub = namespace
+            .id_from_name(failover_core::edge::consult::OBJECT_NAME)?
+            .get_stub()?;
         stub.fetch_with_str(CHECKER_URL).await
     };
     if let Err(e) = poke.await {
@@ -136,8 +140,14 @@ impl DurableObject for HealthChecker {
             self.state.storage().set_alarm(Duration::ZERO).await?;
         }
         let snapshot = |now_ms| checker.snapshot(now_ms);
-        crate::overrides::checker_fetch(&self.state, &checker.config, &checker.overrides, snapshot, req)
-            .await
+        crate::overrides::checker_fetch(
+            &self.state,
+            &checker.config,
+            &checker.overrides,
+            snapshot,
+            req,
+        )
+        .await
     }
 
     async fn alarm(&self) -> Result<Response> {

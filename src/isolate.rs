@@ -11,8 +11,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use failover_core::edge::budget::ReplayBudget;
-use failover_core::edge::consult;
 use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::consult;
 use failover_core::edge::health::HealthMap;
 use failover_core::edge::isolate::{Lease, LeaseAfter};
 use failover_core::edge::overrides::{Overrides, Standing};
@@ -141,7 +141,9 @@ impl Isolate {
     /// The location's copy's cache key and its claim key.
     pub fn snapshot_keys(&self) -> Option<(String, String)> {
         let state = self.state.borrow();
-        state.snapshot_keys().map(|(s, c)| (s.to_string(), c.to_string()))
+        state
+            .snapshot_keys()
+            .map(|(s, c)| (s.to_string(), c.to_string()))
     }
 
     /// Whether this isolate, whose cache keeps nothing, may ask the checker

@@ -119,5 +119,7 @@ fn changed(config: &WorkerConfig, origin: usize, o: &Override, reason: &str) {
 fn json(status: u16, body: &str) -> Result<Response> {
     let headers = Headers::new();
     headers.set("content-type", "application/json")?;
-    Ok(Response::ok(body)?.with_status(status).with_headers(headers))
+    Ok(Response::ok(body)?
+        .with_status(status)
+        .with_headers(headers))
 }

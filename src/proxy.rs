@@ -217,7 +217,11 @@ pub fn plan(
     let pinned = route.pinned;
     let mut order = last_resort(
         &route.order,
-        |i| standings.get(i).is_none_or(|s| s.routable(is_up(i), pinned == Some(i))),
+        |i| {
+            standings
+                .get(i)
+                .is_none_or(|s| s.routable(is_up(i), pinned == Some(i)))
+        },
         |i| health.is_up(i),
     );
     if let Some(tried) = first_tried {

@@ -36,7 +36,12 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
         crate::clock::now_ms(),
     );
     report::add_replay_buffer(&mut doc, &isolate.budget());
-    report::add_overrides(&mut doc, &isolate.config, &isolate.overrides(), crate::clock::now_ms());
+    report::add_overrides(
+        &mut doc,
+        &isolate.config,
+        &isolate.overrides(),
+        crate::clock::now_ms(),
+    );
     let accept = req.headers().get("accept").ok().flatten();
     let res = match negotiate::representation(accept.as_deref()) {
         Representation::Html => {

@@ -137,7 +137,11 @@ fn override_rows() -> Vec<Value> {
     ];
     let mut rows = Vec::new();
     for steering in ["failover", "weighted", "hash"] {
-        for (affinity, failover) in [("off", "temporary"), ("cookie", "temporary"), ("cookie", "sticky")] {
+        for (affinity, failover) in [
+            ("off", "temporary"),
+            ("cookie", "temporary"),
+            ("cookie", "sticky"),
+        ] {
             let c = config(steering, affinity, failover);
             let tokens = affinity::tokens(&c.origins);
             let cookies: [Option<String>; 3] = [
@@ -150,13 +154,16 @@ fn override_rows() -> Vec<Value> {
                     continue;
                 }
                 for health in healths {
-                    let healthy: Vec<bool> = (0..4).map(|i| standing[i].routable(health[i], false)).collect();
+                    let healthy: Vec<bool> = (0..4)
+                        .map(|i| standing[i].routable(health[i], false))
+                        .collect();
                     let intendable: Vec<bool> = standing.iter().map(|s| s.intendable()).collect();
                     for key in [None, Some("ключ-7")] {
                         for cookie in &cookies {
                             for random in ["0.3", "0.9999"] {
                                 let r: f64 = random.parse().unwrap_or(0.0);
-                                let routed = route(&c, |i| health[i], &standing, key, cookie.as_deref(), r);
+                                let routed =
+                                    route(&c, |i| health[i], &standing, key, cookie.as_deref(), r);
                                 let cookie_for: Vec<usize> =
                                     (0..4).filter(|&s| routed.sets_cookie_for(&c, s)).collect();
                                 let (set_cookie, unless) = set_cookie(routed.set_cookie);

@@ -170,8 +170,14 @@ mod tests {
         assert!(!is_stale(1_000, 15_999, INTERVAL));
         assert!(is_stale(1_000, 16_000, INTERVAL));
         assert!(is_stale(100_000, 1_000, INTERVAL), "dated far ahead");
-        assert!(!is_stale(10_000, 1_000, INTERVAL), "a little ahead: clocks differ");
-        let c = Claim { nonce: 0xfeed, taken_ms: 1_000 };
+        assert!(
+            !is_stale(10_000, 1_000, INTERVAL),
+            "a little ahead: clocks differ"
+        );
+        let c = Claim {
+            nonce: 0xfeed,
+            taken_ms: 1_000,
+        };
         assert_eq!(Claim::decode(&c.encode()), Some(c));
         for bad in ["", "feed", "xyz 1", "feed -1", "feed 1 2"] {
             assert_eq!(Claim::decode(bad), None, "{bad:?}");
@@ -179,7 +185,17 @@ mod tests {
         assert!(may_claim(None, 0, INTERVAL));
         assert!(!may_claim(Some(c), 15_999, INTERVAL));
         assert!(may_claim(Some(c), 16_000, INTERVAL), "its holder is gone");
-        assert!(may_claim(Some(Claim { nonce: 1, taken_ms: 100_000 }), 1_000, INTERVAL), "dated far ahead");
+        assert!(
+            may_claim(
+                Some(Claim {
+                    nonce: 1,
+                    taken_ms: 100_000
+                }),
+                1_000,
+                INTERVAL
+            ),
+            "dated far ahead"
+        );
         let other = Claim { nonce: 1, ..c };
         assert_eq!(after_claim(Some(c), c), AfterClaim::Consult);
         assert_eq!(after_claim(Some(other), c), AfterClaim::Leave);
@@ -189,7 +205,10 @@ mod tests {
     #[test]
     fn spans() {
         assert_eq!(snapshot_read_every(INTERVAL), Duration::from_secs(1));
-        assert_eq!(snapshot_read_every(Duration::from_millis(200)), Duration::from_millis(200));
+        assert_eq!(
+            snapshot_read_every(Duration::from_millis(200)),
+            Duration::from_millis(200)
+        );
         assert_eq!(propagation(INTERVAL), Duration::from_secs(18));
         assert_eq!(max_age_s(snapshot_ttl(INTERVAL)), 45);
         assert_eq!(max_age_s(Duration::from_millis(1)), 1);
@@ -237,7 +256,10 @@ mod tests {
         let mut copies: Vec<(u64, u64)> = Vec::new(); // (as_of, lands)
         let mut claims: Vec<(Claim, u64)> = Vec::new();
         fn seen<T: Copy>(puts: &[(T, u64)], r: u64) -> Option<T> {
-            puts.iter().filter(|p| p.1 <= r).max_by_key(|p| p.1).map(|p| p.0)
+            puts.iter()
+                .filter(|p| p.1 <= r)
+                .max_by_key(|p| p.1)
+                .map(|p| p.0)
         }
         let intervals = 400u64;
         let end = intervals * millis(interval);
@@ -256,9 +278,15 @@ mod tests {
                     }
                     Step::ReadClaim { at } if now >= at => {
                         steps[i] = if may_claim(seen(&claims, now - op_ms), now, interval) {
-                            let mine = Claim { nonce: rng.next(), taken_ms: now };
+                            let mine = Claim {
+                                nonce: rng.next(),
+                                taken_ms: now,
+                            };
                             claims.push((mine, now + op_ms));
-                            Step::Wrote { at: now + op_ms + millis(CLAIM_SETTLES), mine }
+                            Step::Wrote {
+                                at: now + op_ms + millis(CLAIM_SETTLES),
+                                mine,
+                            }
                         } else {
                             Step::Idle
                         };
@@ -282,9 +310,17 @@ mod tests {
             // Only the last landed put of each key matters from here on
             // (reads look back at most one cache operation).
             let landed = now.saturating_sub(op_ms);
-            let keep = copies.iter().filter(|p| p.1 <= landed).max_by_key(|p| p.1).copied();
+            let keep = copies
+                .iter()
+                .filter(|p| p.1 <= landed)
+                .max_by_key(|p| p.1)
+                .copied();
             copies.retain(|p| p.1 > landed || Some(*p) == keep);
-            let keep = claims.iter().filter(|p| p.1 <= landed).max_by_key(|p| p.1).copied();
+            let keep = claims
+                .iter()
+                .filter(|p| p.1 <= landed)
+                .max_by_key(|p| p.1)
+                .copied();
             claims.retain(|p| p.1 > landed || Some(*p) == keep);
             // On to the next instant anything happens.
             now = steps
@@ -298,7 +334,9 @@ mod tests {
                 .unwrap_or(end)
                 .max(now + 1);
         }
-        (0..intervals).map(|k| asks.get(&k).copied().unwrap_or(0)).collect()
+        (0..intervals)
+            .map(|k| asks.get(&k).copied().unwrap_or(0))
+            .collect()
     }
 
     #[test]

@@ -206,7 +206,9 @@ impl Isolate {
     /// True (and the next one is scheduled) when the location's copy of the
     /// checker's answer is due to be read, with a colo read.
     pub fn take_snapshot_read(&mut self, now_ms: u64) -> bool {
-        self.via_location.as_mut().is_some_and(|v| v.reads.take(now_ms))
+        self.via_location
+            .as_mut()
+            .is_some_and(|v| v.reads.take(now_ms))
     }
 
     /// The location's copy's cache key and its claim key, with a checker
@@ -236,7 +238,12 @@ impl Isolate {
     /// Takes the overrides of a checker's answer made at `as_of_ms`, unless
     /// this isolate already has a newer answer's; says whether the lease
     /// survives.
-    pub fn set_overrides(&mut self, overrides: Overrides, as_of_ms: u64, now_ms: u64) -> LeaseAfter {
+    pub fn set_overrides(
+        &mut self,
+        overrides: Overrides,
+        as_of_ms: u64,
+        now_ms: u64,
+    ) -> LeaseAfter {
         if as_of_ms < self.overrides_as_of_ms || overrides.len() != self.health.len() {
             return LeaseAfter::Stands;
         }
@@ -273,7 +280,8 @@ impl Isolate {
     /// Whether a request not pinned anywhere may go to `origin` now: up (or
     /// forced up) and not held by an override.
     pub fn routable(&self, origin: usize) -> bool {
-        self.standing(origin).routable(self.health.is_up(origin), false)
+        self.standing(origin)
+            .routable(self.health.is_up(origin), false)
     }
 
     /// Whether an override lets requests be meant for `origin`.
@@ -282,7 +290,10 @@ impl Isolate {
     }
 
     fn standing(&self, origin: usize) -> Standing {
-        self.standings.get(origin).copied().unwrap_or(Standing::Auto)
+        self.standings
+            .get(origin)
+            .copied()
+            .unwrap_or(Standing::Auto)
     }
 
     /// When the next piece of periodic work falls due without another
@@ -291,7 +302,10 @@ impl Isolate {
     pub fn next_due_ms(&self) -> u64 {
         // Reads of the location's copy ride on colo reads, which are at
         // least as frequent; a direct consultation is not due while they run.
-        let direct = self.via_location.is_none().then(|| self.global_reads.next_due_ms());
+        let direct = self
+            .via_location
+            .is_none()
+            .then(|| self.global_reads.next_due_ms());
         [
             self.colo_reads.as_ref().map(Cadence::next_due_ms),
             direct,
@@ -468,7 +482,11 @@ mod tests {
         t
     }
 
-    fn over(mode: crate::edge::overrides::Mode, expires_at_ms: Option<u64>, drain_s: u64) -> crate::edge::overrides::Override {
+    fn over(
+        mode: crate::edge::overrides::Mode,
+        expires_at_ms: Option<u64>,
+        drain_s: u64,
+    ) -> crate::edge::overrides::Override {
         crate::edge::overrides::Override {
             mode,
             set_at_ms: 1_000,
@@ -486,28 +504,62 @@ mod tests {
         let mut isolate = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
         isolate.take_global_read(0);
         let disabled = table(2, &[(0, over(Mode::Disable, Some(60_000), 0))]);
-        assert_eq!(isolate.set_overrides(disabled, 2_000, 2_000), LeaseAfter::Revoked);
+        assert_eq!(
+            isolate.set_overrides(disabled, 2_000, 2_000),
+            LeaseAfter::Revoked
+        );
         let moved = isolate.lease().expect("b takes requests");
-        assert_eq!((moved.origin, moved.failover), (1, false), "moved on purpose: no x-failover");
-        assert_eq!(moved.work_due_ms, 15_000, "the checker's consultation comes first");
+        assert_eq!(
+            (moved.origin, moved.failover),
+            (1, false),
+            "moved on purpose: no x-failover"
+        );
+        assert_eq!(
+            moved.work_due_ms, 15_000,
+            "the checker's consultation comes first"
+        );
         assert_eq!(isolate.tick_overrides(59_999), LeaseAfter::Stands);
-        assert_eq!(isolate.tick_overrides(60_000), LeaseAfter::Revoked, "the TTL ran out");
+        assert_eq!(
+            isolate.tick_overrides(60_000),
+            LeaseAfter::Revoked,
+            "the TTL ran out"
+        );
         assert_eq!(isolate.lease().map(|l| l.origin), Some(0));
         assert!(!isolate.overrides_in_force());
 
         // An older answer (a slower cache) does not undo a newer one.
         let none = table(2, &[]);
-        assert_eq!(isolate.set_overrides(none, 1_999, 61_000), LeaseAfter::Stands);
+        assert_eq!(
+            isolate.set_overrides(none, 1_999, 61_000),
+            LeaseAfter::Stands
+        );
 
         // Force-up beats a down verdict, and is no failover.
-        isolate.change_health(|h| h.record_failure(0, crate::edge::classify::Failure::Timeout, 61_000));
-        assert_eq!(isolate.lease().map(|l| (l.origin, l.failover)), Some((1, true)));
+        isolate.change_health(|h| {
+            h.record_failure(0, crate::edge::classify::Failure::Timeout, 61_000)
+        });
+        assert_eq!(
+            isolate.lease().map(|l| (l.origin, l.failover)),
+            Some((1, true))
+        );
         let forced = table(2, &[(0, over(Mode::ForceUp, None, 0))]);
-        assert_eq!(isolate.set_overrides(forced, 3_000, 61_000), LeaseAfter::Revoked);
-        assert_eq!(isolate.lease().map(|l| (l.origin, l.failover)), Some((0, false)));
+        assert_eq!(
+            isolate.set_overrides(forced, 3_000, 61_000),
+            LeaseAfter::Revoked
+        );
+        assert_eq!(
+            isolate.lease().map(|l| (l.origin, l.failover)),
+            Some((0, false))
+        );
 
         // Both held: no lease; the full path walks them, held ones first.
-        let held = table(2, &[(0, over(Mode::Disable, None, 0)), (1, over(Mode::Drain, None, 0))]);
+        let held = table(
+            2,
+            &[
+                (0, over(Mode::Disable, None, 0)),
+                (1, over(Mode::Drain, None, 0)),
+            ],
+        );
         isolate.set_overrides(held, 4_000, 61_000);
         assert_eq!(isolate.lease(), None);
     }
@@ -518,10 +570,20 @@ mod tests {
         let mut isolate = Isolate::new(&config(&[("AFFINITY", "cookie")]));
         let drain = table(2, &[(0, over(Mode::Drain, None, 30))]);
         isolate.set_overrides(drain.clone(), 1_000, 2_000);
-        assert_eq!(isolate.lease(), None, "pinned clients keep the draining origin");
-        assert!(isolate.next_due_ms() <= 31_000, "the drain's end is due work");
+        assert_eq!(
+            isolate.lease(),
+            None,
+            "pinned clients keep the draining origin"
+        );
+        assert!(
+            isolate.next_due_ms() <= 31_000,
+            "the drain's end is due work"
+        );
         assert_eq!(isolate.tick_overrides(31_000), LeaseAfter::Revoked);
-        assert_eq!(isolate.lease().map(|l| (l.origin, l.failover)), Some((1, false)));
+        assert_eq!(
+            isolate.lease().map(|l| (l.origin, l.failover)),
+            Some((1, false))
+        );
         // Without affinity a drain is a hold at once.
         let mut plain = Isolate::new(&config(&[]));
         plain.set_overrides(drain, 1_000, 2_000);
@@ -536,9 +598,14 @@ mod tests {
         assert!(isolate.take_snapshot_read(0));
         assert!(!isolate.take_snapshot_read(999));
         assert!(isolate.take_snapshot_read(1_000));
-        assert!(isolate.take_direct_read(0), "a cache that keeps nothing: once per interval");
+        assert!(
+            isolate.take_direct_read(0),
+            "a cache that keeps nothing: once per interval"
+        );
         assert!(!isolate.take_direct_read(14_999));
-        assert!(isolate.snapshot_keys().is_some_and(|(s, c)| s.ends_with("/abc") && c.ends_with("/abc")));
+        assert!(isolate
+            .snapshot_keys()
+            .is_some_and(|(s, c)| s.ends_with("/abc") && c.ends_with("/abc")));
         let off = config(&[("COLO_HEALTH", "off")]);
         let mut direct = Isolate::new(&off).with_checker(&off, "abc");
         assert!(direct.take_global_read(0));

@@ -202,7 +202,11 @@ mod tests {
         ];
         for (standing, cookie, first, intended) in table {
             let r = route(&c, up, standing, None, cookie.map(|s| s as &str), 0.5);
-            assert_eq!((r.order[0], r.intended), (*first, *intended), "{standing:?} {cookie:?}");
+            assert_eq!(
+                (r.order[0], r.intended),
+                (*first, *intended),
+                "{standing:?} {cookie:?}"
+            );
         }
         // Forced up beats a down verdict; it is not preferred over a healthy primary.
         let r = route(&c, |i| i == 0, &[Auto, ForcedUp, Auto], None, None, 0.5);

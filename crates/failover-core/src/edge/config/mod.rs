@@ -178,7 +178,8 @@ impl WorkerConfig {
     /// and everything under `{STATUS_PATH}/`), when either token is set;
     /// None: those paths are proxied like any other.
     pub fn reserved_path(&self) -> Option<&str> {
-        (self.status_token.is_some() || self.admin_token.is_some()).then_some(self.status_path.as_str())
+        (self.status_token.is_some() || self.admin_token.is_some())
+            .then_some(self.status_path.as_str())
     }
 
     /// The origins as [`crate::edge::steering::attempt_order`] takes them, with
@@ -371,7 +372,12 @@ mod tests {
 
     #[test]
     fn the_admin_token_is_a_secret_of_its_own() {
-        let c = parse(&[("ORIGINS", TWO), ("STATUS_TOKEN", "s"), ("ADMIN_TOKEN", " a\n")]).expect("valid");
+        let c = parse(&[
+            ("ORIGINS", TWO),
+            ("STATUS_TOKEN", "s"),
+            ("ADMIN_TOKEN", " a\n"),
+        ])
+        .expect("valid");
         assert_eq!(c.admin_token.as_deref(), Some("a"));
         assert_eq!(c.reserved_path(), Some("/__failover/status"));
         for (status, admin) in [(Some("same"), "same\n"), (None, ""), (None, "  ")] {
@@ -381,8 +387,15 @@ mod tests {
             assert_eq!(c.admin_token, None, "{status:?} {admin:?}");
         }
         let admin_only = parse(&[("ORIGINS", TWO), ("ADMIN_TOKEN", "a")]).expect("valid");
-        assert_eq!(admin_only.reserved_path(), Some("/__failover/status"), "its paths are the Worker's");
-        assert_eq!(parse(&[("ORIGINS", TWO)]).expect("valid").reserved_path(), None);
+        assert_eq!(
+            admin_only.reserved_path(),
+            Some("/__failover/status"),
+            "its paths are the Worker's"
+        );
+        assert_eq!(
+            parse(&[("ORIGINS", TWO)]).expect("valid").reserved_path(),
+            None
+        );
     }
 
     /// The vars, the setting the error must name, and a phrase it must contain.

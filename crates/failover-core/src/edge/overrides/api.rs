@@ -65,7 +65,11 @@ pub enum Access {
 /// Checks the `Authorization` header against both tokens, each compared in
 /// constant time and both always compared, so neither the token nor which
 /// one is configured shows in the timing. An unset token never matches.
-pub fn access(authorization: Option<&str>, status_token: Option<&str>, admin_token: Option<&str>) -> Access {
+pub fn access(
+    authorization: Option<&str>,
+    status_token: Option<&str>,
+    admin_token: Option<&str>,
+) -> Access {
     let admin = bearer_matches(authorization, admin_token.unwrap_or(""));
     let status = bearer_matches(authorization, status_token.unwrap_or(""));
     match (admin, status) {
@@ -92,10 +96,17 @@ pub enum Answer<'a> {
 
 /// The decision, in this order: an unknown path (or `POST` with no
 /// `ADMIN_TOKEN` configured) is 404, a wrong method 405, then the token.
-pub fn decide<'a>(path: AdminPath<'a>, method: &str, access: Access, admin_configured: bool) -> Answer<'a> {
+pub fn decide<'a>(
+    path: AdminPath<'a>,
+    method: &str,
+    access: Access,
+    admin_configured: bool,
+) -> Answer<'a> {
     match path {
         AdminPath::Unknown => Answer::NotFound,
-        AdminPath::List if !matches!(method, "GET" | "HEAD") => Answer::MethodNotAllowed("GET, HEAD"),
+        AdminPath::List if !matches!(method, "GET" | "HEAD") => {
+            Answer::MethodNotAllowed("GET, HEAD")
+        }
         AdminPath::List if access == Access::Refused => Answer::Unauthorized,
         AdminPath::List => Answer::List,
         AdminPath::Origin(_) if !admin_configured => Answer::NotFound,
@@ -175,7 +186,10 @@ pub fn by_name(config: &WorkerConfig, overrides: &Overrides, now_ms: u64) -> Val
     let spread = propagation(Duration::from_millis(config.health_interval_ms));
     let mut map = Map::new();
     for (i, origin) in config.origins.iter().enumerate() {
-        map.insert(origin.name.clone(), override_json(overrides.get(i), now_ms, spread));
+        map.insert(
+            origin.name.clone(),
+            override_json(overrides.get(i), now_ms, spread),
+        );
     }
     Value::Object(map)
 }
@@ -224,9 +238,17 @@ mod tests {
             (None, Access::Refused),
         ];
         for (header, want) in table {
-            assert_eq!(access(header, Some("status-secret"), Some("admin-secret")), want, "{header:?}");
+            assert_eq!(
+                access(header, Some("status-secret"), Some("admin-secret")),
+                want,
+                "{header:?}"
+            );
         }
-        assert_eq!(access(Some("Bearer "), None, None), Access::Refused, "unset tokens match nothing");
+        assert_eq!(
+            access(Some("Bearer "), None, None),
+            Access::Refused,
+            "unset tokens match nothing"
+        );
         assert_eq!(access(Some("Bearer x"), Some("x"), None), Access::Read);
     }
 
@@ -241,7 +263,13 @@ mod tests {
             (List, "GET", Read, false, Answer::List),
             (List, "HEAD", Write, true, Answer::List),
             (List, "GET", Refused, true, Answer::Unauthorized),
-            (List, "POST", Write, true, Answer::MethodNotAllowed("GET, HEAD")),
+            (
+                List,
+                "POST",
+                Write,
+                true,
+                Answer::MethodNotAllowed("GET, HEAD"),
+            ),
             (p, "POST", Write, true, Answer::Set("primary")),
             (p, "POST", Read, true, Answer::Unauthorized),
             (p, "POST", Refused, true, Answer::Unauthorized),
@@ -251,7 +279,11 @@ mod tests {
             (p, "PUT", Refused, true, Answer::MethodNotAllowed("POST")),
         ];
         for (path, method, access, admin, want) in table {
-            assert_eq!(decide(path, method, access, admin), want, "{path:?} {method} {access:?} {admin}");
+            assert_eq!(
+                decide(path, method, access, admin),
+                want,
+                "{path:?} {method} {access:?} {admin}"
+            );
         }
     }
 
@@ -290,14 +322,21 @@ mod tests {
         assert_eq!(primary["expires_at_ms"], set + 3_600_000);
         assert_eq!(primary["drain_s"], 300);
         assert_eq!(primary["in_effect"], false);
-        assert_eq!(primary["in_effect_at_ms"], set + 300_000, "the drain outlasts the spread");
+        assert_eq!(
+            primary["in_effect_at_ms"],
+            set + 300_000,
+            "the drain outlasts the spread"
+        );
         assert!(spread < Duration::from_secs(300));
         let replica = &doc["overrides"]["replica"];
         assert_eq!(replica["mode"], "auto");
         assert_eq!(replica["set_at"], Value::Null);
         assert_eq!(replica["in_effect"], true);
         // After the drain: in effect; after the TTL: auto since its expiry.
-        assert_eq!(document(&c, &table, set + 300_000)["overrides"]["primary"]["in_effect"], true);
+        assert_eq!(
+            document(&c, &table, set + 300_000)["overrides"]["primary"]["in_effect"],
+            true
+        );
         let later = document(&c, &table, set + 3_600_000);
         assert_eq!(later["overrides"]["primary"]["mode"], "auto");
         assert_eq!(later["overrides"]["primary"]["set_at_ms"], set + 3_600_000);
@@ -308,8 +347,17 @@ mod tests {
     fn a_disable_or_an_explicit_auto_is_in_effect_once_spread_and_force_up_warns() {
         let spread = Duration::from_secs(18);
         for mode in [Mode::Disable, Mode::Auto, Mode::ForceUp] {
-            let o = Override { mode, set_at_ms: 1_000, expires_at_ms: None, drain: Duration::ZERO };
-            assert_eq!(override_json(Some(&o), 18_999, spread)["in_effect"], false, "{mode:?}");
+            let o = Override {
+                mode,
+                set_at_ms: 1_000,
+                expires_at_ms: None,
+                drain: Duration::ZERO,
+            };
+            assert_eq!(
+                override_json(Some(&o), 18_999, spread)["in_effect"],
+                false,
+                "{mode:?}"
+            );
             let shown = override_json(Some(&o), 19_000, spread);
             assert_eq!(shown["in_effect"], true, "{mode:?}");
             assert_eq!(shown["warning"].is_string(), mode == Mode::ForceUp);

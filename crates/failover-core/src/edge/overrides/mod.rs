@@ -280,10 +280,30 @@ mod tests {
             (drain, 31_000, Standing::Held, Some(100_000)),
             (drain, 100_000, Standing::Auto, None),
             (o(Mode::Drain, 1_000, None, 0), 1_000, Standing::Held, None),
-            (o(Mode::Disable, 1_000, None, 0), 9_999_999, Standing::Held, None),
-            (o(Mode::Disable, 1_000, Some(5_000), 0), 4_999, Standing::Held, Some(5_000)),
-            (o(Mode::Disable, 1_000, Some(5_000), 0), 5_000, Standing::Auto, None),
-            (o(Mode::ForceUp, 1_000, Some(2_000), 0), 1_500, Standing::ForcedUp, Some(2_000)),
+            (
+                o(Mode::Disable, 1_000, None, 0),
+                9_999_999,
+                Standing::Held,
+                None,
+            ),
+            (
+                o(Mode::Disable, 1_000, Some(5_000), 0),
+                4_999,
+                Standing::Held,
+                Some(5_000),
+            ),
+            (
+                o(Mode::Disable, 1_000, Some(5_000), 0),
+                5_000,
+                Standing::Auto,
+                None,
+            ),
+            (
+                o(Mode::ForceUp, 1_000, Some(2_000), 0),
+                1_500,
+                Standing::ForcedUp,
+                Some(2_000),
+            ),
             (o(Mode::Auto, 1_000, None, 0), 1_500, Standing::Auto, None),
         ];
         for (over, now, standing, next) in table {
@@ -306,7 +326,11 @@ mod tests {
             (Held, true, true, false),
         ];
         for (standing, up, pinned, routable) in table {
-            assert_eq!(standing.routable(up, pinned), routable, "{standing:?} up {up} pinned {pinned}");
+            assert_eq!(
+                standing.routable(up, pinned),
+                routable,
+                "{standing:?} up {up} pinned {pinned}"
+            );
         }
         assert!(Auto.intendable() && ForcedUp.intendable());
         assert!(!Draining.intendable() && !Held.intendable());
@@ -327,7 +351,10 @@ mod tests {
         assert_eq!(table.next_change_ms(10_000), Some(20_000));
         assert_eq!(table.next_change_ms(20_000), Some(50_000));
         assert_eq!(table.expire(20_000), vec![2]);
-        assert_eq!(table.get(2).map(|o| (o.mode, o.set_at_ms)), Some((Mode::Auto, 20_000)));
+        assert_eq!(
+            table.get(2).map(|o| (o.mode, o.set_at_ms)),
+            Some((Mode::Auto, 20_000))
+        );
         assert_eq!(table.expire(20_000), Vec::<usize>::new(), "once");
         assert_eq!(table.next_change_ms(20_000), Some(50_000));
     }
@@ -339,8 +366,14 @@ mod tests {
         let held = [false, true, false, false];
         let routable = |i: usize| up[i] && !held[i];
         let held_up = |i: usize| up[i] && held[i];
-        assert_eq!(last_resort(&[3, 0, 1, 2], routable, held_up), vec![3, 1, 0, 2]);
+        assert_eq!(
+            last_resort(&[3, 0, 1, 2], routable, held_up),
+            vec![3, 1, 0, 2]
+        );
         // Nothing held: unchanged.
-        assert_eq!(last_resort(&[1, 0, 2], |i| i == 1, |_| false), vec![1, 0, 2]);
+        assert_eq!(
+            last_resort(&[1, 0, 2], |i| i == 1, |_| false),
+            vec![1, 0, 2]
+        );
     }
 }

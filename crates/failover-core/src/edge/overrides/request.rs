@@ -90,7 +90,10 @@ pub fn origin_index(config: &WorkerConfig, name: &str) -> Result<usize, BadInput
             let shown: String = name.chars().take(64).collect();
             bad(
                 "origin",
-                format!("no origin is named {shown:?}; expected one of {}", known.join(", ")),
+                format!(
+                    "no origin is named {shown:?}; expected one of {}",
+                    known.join(", ")
+                ),
             )
         })
 }
@@ -118,7 +121,12 @@ pub fn parse_change(body: &str) -> Result<Change, BadInput> {
         Some(Value::String(word)) => Mode::parse(word),
         _ => None,
     }
-    .ok_or_else(|| bad("mode", "expected \"drain\", \"disable\", \"force-up\" or \"auto\""))?;
+    .ok_or_else(|| {
+        bad(
+            "mode",
+            "expected \"drain\", \"disable\", \"force-up\" or \"auto\"",
+        )
+    })?;
     let ttl = seconds(fields.get("ttl_s"), "ttl_s", 1, MAX_TTL_S)?.map(Duration::from_secs);
     let drain = seconds(fields.get("drain_s"), "drain_s", 0, MAX_DRAIN_S)?
         .map_or(Duration::from_secs(DEFAULT_DRAIN_S), Duration::from_secs);
@@ -138,7 +146,12 @@ fn seconds(
             .as_u64()
             .filter(|s| (min..=max).contains(s))
             .map(Some)
-            .ok_or_else(|| bad(field, format!("expected a whole number of seconds from {min} to {max}"))),
+            .ok_or_else(|| {
+                bad(
+                    field,
+                    format!("expected a whole number of seconds from {min} to {max}"),
+                )
+            }),
     }
 }
 
@@ -149,13 +162,38 @@ mod tests {
     #[test]
     fn good_changes() {
         let table: &[(&str, Mode, Option<u64>, u64)] = &[
-            (r#"{"mode":"drain","ttl_s":3600,"drain_s":300}"#, Mode::Drain, Some(3600), 300),
+            (
+                r#"{"mode":"drain","ttl_s":3600,"drain_s":300}"#,
+                Mode::Drain,
+                Some(3600),
+                300,
+            ),
             (r#"{"mode":"drain"}"#, Mode::Drain, None, DEFAULT_DRAIN_S),
             (r#"{"mode":"drain","drain_s":0}"#, Mode::Drain, None, 0),
-            (r#"{"mode":"disable","ttl_s":1}"#, Mode::Disable, Some(1), DEFAULT_DRAIN_S),
-            (r#"{"mode":"force-up","ttl_s":2592000}"#, Mode::ForceUp, Some(MAX_TTL_S), DEFAULT_DRAIN_S),
-            (r#"{"mode":"auto","ttl_s":null}"#, Mode::Auto, None, DEFAULT_DRAIN_S),
-            (" {\"mode\" : \"auto\"}\n", Mode::Auto, None, DEFAULT_DRAIN_S),
+            (
+                r#"{"mode":"disable","ttl_s":1}"#,
+                Mode::Disable,
+                Some(1),
+                DEFAULT_DRAIN_S,
+            ),
+            (
+                r#"{"mode":"force-up","ttl_s":2592000}"#,
+                Mode::ForceUp,
+                Some(MAX_TTL_S),
+                DEFAULT_DRAIN_S,
+            ),
+            (
+                r#"{"mode":"auto","ttl_s":null}"#,
+                Mode::Auto,
+                None,
+                DEFAULT_DRAIN_S,
+            ),
+            (
+                " {\"mode\" : \"auto\"}\n",
+                Mode::Auto,
+                None,
+                DEFAULT_DRAIN_S,
+            ),
         ];
         for (body, mode, ttl, drain) in table {
             let c = parse_change(body).unwrap_or_else(|e| panic!("{body}: {e}"));
@@ -168,7 +206,10 @@ mod tests {
     /// Every bad body names the field at fault.
     #[test]
     fn hostile_bodies_name_the_field() {
-        let huge = format!(r#"{{"mode":"drain","pad":"{}"}}"#, "x".repeat(MAX_BODY_BYTES));
+        let huge = format!(
+            r#"{{"mode":"drain","pad":"{}"}}"#,
+            "x".repeat(MAX_BODY_BYTES)
+        );
         let table: &[(&str, &str)] = &[
             ("", "body"),
             ("mode=drain", "body"),
@@ -189,7 +230,10 @@ mod tests {
             (r#"{"mode":"drain","ttl_s":-5}"#, "ttl_s"),
             (r#"{"mode":"drain","ttl_s":2592001}"#, "ttl_s"),
             (r#"{"mode":"drain","ttl_s":1e30}"#, "ttl_s"),
-            (r#"{"mode":"drain","ttl_s":99999999999999999999999}"#, "ttl_s"),
+            (
+                r#"{"mode":"drain","ttl_s":99999999999999999999999}"#,
+                "ttl_s",
+            ),
             (r#"{"mode":"drain","ttl_s":1.5}"#, "ttl_s"),
             (r#"{"mode":"drain","ttl_s":"3600"}"#, "ttl_s"),
             (r#"{"mode":"drain","ttl_s":true}"#, "ttl_s"),
@@ -209,9 +253,18 @@ mod tests {
     fn a_change_stored_at_an_instant() {
         let drain = parse_change(r#"{"mode":"drain","ttl_s":60,"drain_s":5}"#).unwrap();
         let o = drain.at(1_000);
-        assert_eq!((o.set_at_ms, o.expires_at_ms, o.drain), (1_000, Some(61_000), Duration::from_secs(5)));
-        let disable = parse_change(r#"{"mode":"disable","drain_s":5}"#).unwrap().at(7);
-        assert_eq!((disable.expires_at_ms, disable.drain), (None, Duration::ZERO), "drain_s is drain's");
+        assert_eq!(
+            (o.set_at_ms, o.expires_at_ms, o.drain),
+            (1_000, Some(61_000), Duration::from_secs(5))
+        );
+        let disable = parse_change(r#"{"mode":"disable","drain_s":5}"#)
+            .unwrap()
+            .at(7);
+        assert_eq!(
+            (disable.expires_at_ms, disable.drain),
+            (None, Duration::ZERO),
+            "drain_s is drain's"
+        );
         let auto = parse_change(r#"{"mode":"auto","ttl_s":60}"#).unwrap().at(7);
         assert_eq!(auto.expires_at_ms, None, "auto never expires into anything");
     }

@@ -108,7 +108,9 @@ fn by_index(config: &WorkerConfig, named: &[(String, Override)]) -> Overrides {
 
 /// `@name mode set_at_ms expires_at_ms|- drain_s`.
 fn encode_override(name: &str, o: &Override) -> String {
-    let expires = o.expires_at_ms.map_or_else(|| "-".to_string(), |at| at.to_string());
+    let expires = o
+        .expires_at_ms
+        .map_or_else(|| "-".to_string(), |at| at.to_string());
     format!(
         "@{name} {} {} {expires} {}",
         o.mode.as_str(),
@@ -152,7 +154,10 @@ pub fn encode_overrides(config: &WorkerConfig, overrides: &Overrides) -> String 
 
 /// [`encode_overrides`] read back for `config`; bad entries are skipped.
 pub fn decode_overrides(config: &WorkerConfig, text: &str) -> Overrides {
-    let named: Vec<(String, Override)> = text.split(';').filter_map(|e| decode_override(e.trim())).collect();
+    let named: Vec<(String, Override)> = text
+        .split(';')
+        .filter_map(|e| decode_override(e.trim()))
+        .collect();
     by_index(config, &named)
 }
 
@@ -226,6 +231,10 @@ mod tests {
         assert_eq!(s.as_of_ms, 7);
         assert_eq!(s.verdicts.len(), 1, "{s:?}");
         assert_eq!(s.overrides.len(), 1, "only @ghost is well formed: {s:?}");
-        assert_eq!(s.overrides_for(&config()), Overrides::none(2), "ghost is no origin of ours");
+        assert_eq!(
+            s.overrides_for(&config()),
+            Overrides::none(2),
+            "ghost is no origin of ours"
+        );
     }
 }

@@ -313,7 +313,8 @@ mod tests {
         assert_eq!(doc["overrides"]["replica"]["mode"], "force-up");
         assert_eq!(doc["overrides"]["replica"]["expires_at_ms"], 3_600_010);
         assert!(doc["overrides"]["replica"]["warning"].is_string());
-        let line: Value = serde_json::from_str(&override_change("replica", &forced, "set")).expect("json");
+        let line: Value =
+            serde_json::from_str(&override_change("replica", &forced, "set")).expect("json");
         assert_eq!(
             line,
             json!({"event":"override","origin":"replica","mode":"force-up","set_at_ms":10,
