@@ -39,6 +39,10 @@ fn interval(isolate: &Isolate) -> Duration {
 /// an unreadable answer.
 pub fn adopt(isolate: &Isolate, text: &str) -> Option<u64> {
     let snapshot = Snapshot::decode(text)?;
+    if snapshot.as_of_ms == isolate.overrides_as_of_ms() {
+        // The copy read a second ago: nothing new in it.
+        return Some(snapshot.as_of_ms);
+    }
     let max_age = max_age(isolate);
     for (name, verdict) in &snapshot.verdicts {
         if let Some(origin) = isolate.config.origins.iter().position(|o| &o.name == name) {

@@ -157,6 +157,11 @@ impl Isolate {
         Ref::map(self.state.borrow(), |s| s.overrides())
     }
 
+    /// When the checker made the answer this isolate's overrides came from.
+    pub fn overrides_as_of_ms(&self) -> u64 {
+        self.state.borrow().overrides_as_of_ms()
+    }
+
     /// Every origin's standing (its override at the last look).
     pub fn standings(&self) -> Ref<'_, [Standing]> {
         Ref::map(self.state.borrow(), |s| s.standings())

@@ -9,7 +9,7 @@ use failover_core::edge::affinity;
 use failover_core::edge::affinity::AffinityMode;
 use failover_core::edge::attempts::{AfterFailure, Attempts};
 use failover_core::edge::classify::Failure;
-use failover_core::edge::overrides::last_resort;
+use failover_core::edge::overrides::{last_resort, Standing};
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::route::{route, Route};
 use failover_core::edge::target::{is_status_request, reserved_subpath, upstream_url};
@@ -215,14 +215,11 @@ pub fn plan(
     // Held origins (disabled, drained) that are up go before the down ones:
     // with every other origin down, one serves at once.
     let pinned = route.pinned;
+    let standing = |i: usize| standings.get(i).copied().unwrap_or(Standing::Auto);
     let mut order = last_resort(
         &route.order,
-        |i| {
-            standings
-                .get(i)
-                .is_none_or(|s| s.routable(is_up(i), pinned == Some(i)))
-        },
-        |i| health.is_up(i),
+        |i| standing(i).routable(is_up(i), pinned == Some(i)),
+        |i| !standing(i).intendable() && health.is_up(i),
     );
     if let Some(tried) = first_tried {
         order.retain(|&o| o != tried);

@@ -230,6 +230,11 @@ impl Isolate {
         &self.overrides
     }
 
+    /// When the checker made the answer `overrides` came from (0: none yet).
+    pub fn overrides_as_of_ms(&self) -> u64 {
+        self.overrides_as_of_ms
+    }
+
     /// Every origin's standing as of the last look (`tick_overrides`).
     pub fn standings(&self) -> &[Standing] {
         &self.standings
