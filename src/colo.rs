@@ -53,12 +53,17 @@ pub async fn refresh(isolate: &Isolate, now_ms: u64) -> SnapshotRead {
         .map(|key| JsValue::from_str(key))
         .collect();
     let origins = keys.length();
-    let snapshot = match isolate.snapshot_keys() {
-        Some((key, _)) if isolate.take_snapshot_read(now_ms) => {
+    // Once a second (never without a checker): the location's copy too.
+    let snapshot = match isolate.take_snapshot_read(now_ms) {
+        true => isolate.snapshot_keys(),
+        false => None,
+    };
+    let snapshot = match snapshot {
+        Some((key, _)) => {
             keys.push(&JsValue::from_str(&key));
             true
         }
-        _ => false,
+        None => false,
     };
     let Ok(read) = JsFuture::from(js_bridge::colo_read_js(&keys)).await else {
         return SnapshotRead::NotRead;

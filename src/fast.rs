@@ -2,11 +2,13 @@
 //! else, and what that attempt is changes only when the health map does or
 //! when some periodic work falls due. So Rust grants src/js/entry.mjs a
 //! *lease* on its decision: which origin, until when (and, under steering,
-//! which origins are up); what never changes while the Wasm instance lives
-//! (names, URLs, weights, tokens, cookies) it hands over once per instance
-//! (`fast_config`), not with every lease. While the lease holds,
-//! JS sends requests without entering Wasm at all; any change to the health
-//! map's routing revokes it (`Isolate::change_health`). Periodic work (probes,
+//! which origins requests may go to, overrides folded in); what never
+//! changes while the Wasm instance lives (names, URLs, weights, tokens,
+//! cookies) it hands over once per instance (`fast_config`), not with every
+//! lease. While the lease holds, JS sends requests without entering Wasm at
+//! all; any change to the health map's routing, or to the overrides in
+//! force, revokes it (`Isolate::change_health`, `set_overrides`,
+//! `tick_overrides`). Periodic work (probes,
 //! colo reads, checker consultations) ends no lease: the request that finds
 //! it due starts it in the background (`periodic_work`). The full path
 //! (`fetch`, `fetch_after`) does all other work: bodies, the status
@@ -62,10 +64,13 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
 }
 
 /// The lease, or None when the full path must take every request (a broken
-/// config, no healthy origin): which origin, when periodic work is next
-/// due, and (under steering) which origins are up. An object with the
-/// fields of `lease` in src/js/lease.mjs. It holds until a health change
-/// revokes it.
+/// config, no origin requests may go to, a drain under affinity): which
+/// origin, when periodic work is next
+/// due, whether that origin serves because one meant before it is down
+/// (`x-failover`), and (under steering) which origins requests may go to
+/// and, while an override is in force, may be meant for. An object with the
+/// fields of `lease` in src/js/lease.mjs. It holds until a change to
+/// health or overrides revokes it.
 #[wasm_bindgen]
 pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {

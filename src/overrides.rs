@@ -109,8 +109,10 @@ pub async fn expire(state: &State, config: &WorkerConfig, overrides: &RefCell<Ov
     }
 }
 
-/// An override changed: the log line, and where the change becomes an event
-/// of the history and a notification (`failover_core::notify::Kind::Override`).
+/// An override changed (`reason`: "set" by an operator, or "expired"): the
+/// log line, and the one place the change becomes an event of the history
+/// and a notification: `failover_core::notify::Kind::Override`, about the
+/// origin `name`, at `o.set_at_ms`, with `o.describe()` as its reason.
 fn changed(config: &WorkerConfig, origin: usize, o: &Override, reason: &str) {
     let name = config.origins.get(origin).map_or("?", |c| c.name.as_str());
     log::line(&report::override_change(name, o, reason));

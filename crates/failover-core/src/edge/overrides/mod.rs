@@ -94,6 +94,21 @@ impl Override {
         after(self.set_at_ms, self.drain)
     }
 
+    /// One line for a person (a log line, an event's reason): `drain
+    /// (pinned requests for 300 s) until 2026-12-01T20:31:04Z`.
+    pub fn describe(&self) -> String {
+        let what = match self.mode {
+            Mode::Auto => return "auto (health decides)".to_string(),
+            Mode::Drain => format!("drain (pinned requests for {} s)", self.drain.as_secs()),
+            Mode::Disable => "disable (only when every other origin is down)".to_string(),
+            Mode::ForceUp => "force-up (served regardless of health)".to_string(),
+        };
+        match self.expires_at_ms {
+            Some(at) => format!("{what} until {}", crate::notify::rfc3339::format(at)),
+            None => format!("{what} until changed"),
+        }
+    }
+
     /// What it means for routing at `now_ms`.
     pub fn standing(&self, now_ms: u64) -> Standing {
         match self.mode_at(now_ms) {
@@ -257,6 +272,28 @@ mod tests {
             set_at_ms,
             expires_at_ms,
             drain: S * u32::try_from(drain_s).unwrap_or(0),
+        }
+    }
+
+    #[test]
+    fn each_override_describes_itself_in_one_line() {
+        let table = [
+            (
+                o(Mode::Drain, 0, Some(1_796_153_464_000), 300),
+                "drain (pinned requests for 300 s) until 2026-12-01T19:31:04Z",
+            ),
+            (
+                o(Mode::Disable, 0, None, 0),
+                "disable (only when every other origin is down) until changed",
+            ),
+            (
+                o(Mode::ForceUp, 0, None, 0),
+                "force-up (served regardless of health) until changed",
+            ),
+            (o(Mode::Auto, 0, Some(5), 0), "auto (health decides)"),
+        ];
+        for (over, text) in table {
+            assert_eq!(over.describe(), text);
         }
     }
 

@@ -145,6 +145,7 @@ pub fn override_change(origin: &str, o: &Override, reason: &str) -> String {
         "expires_at_ms": o.expires_at_ms,
         "drain_s": o.drain.as_secs(),
         "reason": reason,
+        "summary": o.describe(),
     })
     .to_string()
 }
@@ -318,7 +319,8 @@ mod tests {
         assert_eq!(
             line,
             json!({"event":"override","origin":"replica","mode":"force-up","set_at_ms":10,
-                   "expires_at_ms":3_600_010,"drain_s":0,"reason":"set"})
+                   "expires_at_ms":3_600_010,"drain_s":0,"reason":"set",
+                   "summary":"force-up (served regardless of health) until 1970-01-01T01:00:00Z"})
         );
     }
 
