@@ -11,7 +11,7 @@ TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
 # wrangler under the toolchain's Node: wrangler 4.16x refuses the system Node 20.
 WRANGLER := bash scripts/wrangler.sh
 
-.PHONY: build test test-rust test-worker test-dist test-bundle dry-run lint demo bench bench-cost gate system dist dist-check worker-bundle release clean dev deploy secret status help
+.PHONY: build test test-rust test-worker test-dist test-bundle dry-run lint demo bench bench-cost gate system dist dist-check worker-bundle release clean dev deploy secret status origin help
 
 ## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
 build:
@@ -126,6 +126,12 @@ secret:
 status:
 	@$(if $(URL),,$(error URL is missing: e.g. make status URL=https://www.example.com))
 	@node scripts/status.mjs '$(URL)' $(ARGS)
+
+## origin: move traffic at runtime: make origin URL=https://www.example.com NAME=home MODE=drain|disable|force-up|auto [FOR=30m] [DRAIN=5m]; without NAME, list (token from ADMIN_TOKEN or ADMIN_TOKEN_FILE)
+origin:
+	@$(if $(URL),,$(error URL is missing: e.g. make origin URL=https://www.example.com NAME=home MODE=drain))
+	@$(if $(NAME),$(if $(MODE),,$(error MODE is missing: drain, disable, force-up or auto)))
+	@node scripts/origin.mjs '$(URL)' $(if $(NAME),'$(NAME)' '$(MODE)') $(if $(FOR),--for '$(FOR)') $(if $(DRAIN),--drain '$(DRAIN)') $(ARGS)
 
 ## help: this list
 help:

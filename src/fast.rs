@@ -2,11 +2,13 @@
 //! else, and what that attempt is changes only when the health map does or
 //! when some periodic work falls due. So Rust grants src/js/entry.mjs a
 //! *lease* on its decision: which origin, until when (and, under steering,
-//! which origins are up); what never changes while the Wasm instance lives
-//! (names, URLs, weights, tokens, cookies) it hands over once per instance
-//! (`fast_config`), not with every lease. While the lease holds,
-//! JS sends requests without entering Wasm at all; any change to the health
-//! map's routing revokes it (`Isolate::change_health`). Periodic work (probes,
+//! which origins requests may go to, overrides folded in); what never
+//! changes while the Wasm instance lives (names, URLs, weights, tokens,
+//! cookies) it hands over once per instance (`fast_config`), not with every
+//! lease. While the lease holds, JS sends requests without entering Wasm at
+//! all; any change to the health map's routing, or to the overrides in
+//! force, revokes it (`Isolate::change_health`, `set_overrides`,
+//! `tick_overrides`). Periodic work (probes,
 //! colo reads, checker consultations) ends no lease: the request that finds
 //! it due starts it in the background (`periodic_work`). The full path
 //! (`fetch`, `fetch_after`) does all other work: bodies, the status
@@ -35,10 +37,10 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
         return None;
     };
     let config = &isolate.config;
-    let status_path = match config.status_token {
-        Some(_) => JsValue::from_str(&config.status_path),
-        None => JsValue::UNDEFINED,
-    };
+    // The status endpoint and the admin API under it: the full path's.
+    let status_path = config
+        .reserved_path()
+        .map_or(JsValue::UNDEFINED, JsValue::from_str);
     let strings = |f: &dyn Fn(&Origin) -> String| -> JsValue {
         config
             .origins
@@ -62,29 +64,45 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
 }
 
 /// The lease, or None when the full path must take every request (a broken
-/// config, no healthy origin): which origin, when periodic work is next
-/// due, and (under steering) which origins are up. An object with the
-/// fields of `lease` in src/js/lease.mjs. It holds until a health change
-/// revokes it.
+/// config, no origin requests may go to, a drain under affinity): which
+/// origin, when periodic work is next
+/// due, whether that origin serves because one meant before it is down
+/// (`x-failover`), and (under steering) which origins requests may go to
+/// and, while an override is in force, may be meant for. An object with the
+/// fields of `lease` in src/js/lease.mjs. It holds until a change to
+/// health or overrides revokes it.
 #[wasm_bindgen]
 pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
         return None;
     };
     let lease = isolate.lease()?;
-    let healthy = if needs_steering(&isolate.config) {
-        let health = isolate.health();
-        (0..isolate.config.origins.len())
-            .map(|i| JsValue::from_bool(health.is_up(i)))
+    let n = isolate.config.origins.len();
+    let per_origin = |f: &dyn Fn(usize) -> bool| -> JsValue {
+        (0..n)
+            .map(|i| JsValue::from_bool(f(i)))
             .collect::<js_sys::Array>()
             .into()
+    };
+    let steering = needs_steering(&isolate.config);
+    // Overrides fold into the health the lease carries: what requests may
+    // go to, and (only while one is in force) what they may be meant for.
+    let healthy = if steering {
+        per_origin(&|i| isolate.routable(i))
     } else {
         JsValue::UNDEFINED
     };
-    let fields: [(&str, JsValue); 3] = [
+    let intendable = if steering && isolate.overrides_in_force() {
+        per_origin(&|i| isolate.intendable(i))
+    } else {
+        JsValue::UNDEFINED
+    };
+    let fields: [(&str, JsValue); 5] = [
         ("origin", JsValue::from_f64(lease.origin as f64)),
         ("workDue", JsValue::from_f64(lease.work_due_ms as f64)),
         ("healthy", healthy),
+        ("intendable", intendable),
+        ("failover", JsValue::from_bool(lease.failover)),
     ];
     Some(object(&fields))
 }

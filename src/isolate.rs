@@ -2,7 +2,8 @@
 //! `failover_core::edge::Isolate` (the health map, the cadences of colo
 //! reads and checker consultations, the replay budget, the affinity tokens
 //! and colo keys) in a `RefCell`, with the one JS call its changes need:
-//! revoking the fast path's lease. Config is read from `[vars]` once; a new
+//! revoking the fast path's lease (after a health change, or an override's).
+//! Config is read from `[vars]` once; a new
 //! deployment gets new isolates.
 
 use std::cell::{Ref, RefCell, RefMut};
@@ -11,8 +12,10 @@ use std::time::Duration;
 
 use failover_core::edge::budget::ReplayBudget;
 use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::consult;
 use failover_core::edge::health::HealthMap;
 use failover_core::edge::isolate::{Lease, LeaseAfter};
+use failover_core::edge::overrides::{Overrides, Standing};
 use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
 use worker::wasm_bindgen::{JsCast, JsValue};
@@ -128,6 +131,77 @@ impl Isolate {
         self.state.borrow().colo_keys().to_vec()
     }
 
+    /// Whether the location's copy of the checker's answer is due to be
+    /// read (and the next read is scheduled); never without a checker or
+    /// colo health.
+    pub fn take_snapshot_read(&self, now_ms: u64) -> bool {
+        self.state.borrow_mut().take_snapshot_read(now_ms)
+    }
+
+    /// The location's copy's cache key and its claim key.
+    pub fn snapshot_keys(&self) -> Option<(String, String)> {
+        let state = self.state.borrow();
+        state
+            .snapshot_keys()
+            .map(|(s, c)| (s.to_string(), c.to_string()))
+    }
+
+    /// Whether this isolate, whose cache keeps nothing, may ask the checker
+    /// itself now (once per interval).
+    pub fn take_direct_read(&self, now_ms: u64) -> bool {
+        self.state.borrow_mut().take_direct_read(now_ms)
+    }
+
+    /// The overrides this isolate routes by.
+    pub fn overrides(&self) -> Ref<'_, Overrides> {
+        Ref::map(self.state.borrow(), |s| s.overrides())
+    }
+
+    /// When the checker made the answer this isolate's overrides came from.
+    pub fn overrides_as_of_ms(&self) -> u64 {
+        self.state.borrow().overrides_as_of_ms()
+    }
+
+    /// Every origin's standing (its override at the last look).
+    pub fn standings(&self) -> Ref<'_, [Standing]> {
+        Ref::map(self.state.borrow(), |s| s.standings())
+    }
+
+    /// Takes the overrides of a checker's answer made at `as_of_ms`; the
+    /// lease is revoked if routing moved.
+    pub fn set_overrides(&self, overrides: Overrides, as_of_ms: u64, now_ms: u64) {
+        let after = self
+            .state
+            .borrow_mut()
+            .set_overrides(overrides, as_of_ms, now_ms);
+        if after == LeaseAfter::Revoked {
+            js_bridge::revoke_lease();
+        }
+    }
+
+    /// An override that comes into or out of force by itself (a TTL, a
+    /// drain's end) revokes the lease at its instant; nothing otherwise.
+    pub fn tick_overrides(&self, now_ms: u64) {
+        if self.state.borrow_mut().tick_overrides(now_ms) == LeaseAfter::Revoked {
+            js_bridge::revoke_lease();
+        }
+    }
+
+    /// Whether some override is in force.
+    pub fn overrides_in_force(&self) -> bool {
+        self.state.borrow().overrides_in_force()
+    }
+
+    /// Whether an unpinned request may go to `origin` (health and override).
+    pub fn routable(&self, origin: usize) -> bool {
+        self.state.borrow().routable(origin)
+    }
+
+    /// Whether an override lets requests be meant for `origin`.
+    pub fn intendable(&self, origin: usize) -> bool {
+        self.state.borrow().intendable(origin)
+    }
+
     /// Every origin's affinity cookie value, by index.
     pub fn tokens(&self) -> Ref<'_, [String]> {
         Ref::map(self.state.borrow(), |s| s.tokens())
@@ -162,7 +236,12 @@ pub fn load(env: &Env) -> Loaded {
     }
     let loaded = match WorkerConfig::from_vars(|name| var_text(env, name)) {
         Ok(config) => {
-            let state = failover_core::edge::Isolate::new(&config);
+            let mut state = failover_core::edge::Isolate::new(&config);
+            // The checker's id names the location's copy of its answer: one
+            // per Worker, so no other Worker's overrides are ever read.
+            if let Some(id) = checker_id(env) {
+                state = state.with_checker(&config, &id);
+            }
             Loaded::Ready(Rc::new(Isolate {
                 config,
                 state: RefCell::new(state),
@@ -179,6 +258,13 @@ pub fn load(env: &Env) -> Loaded {
     };
     LOADED.with(|cell| *cell.borrow_mut() = Some(loaded.clone()));
     loaded
+}
+
+/// The global checker's Durable Object id, when the binding exists.
+fn checker_id(env: &Env) -> Option<String> {
+    let namespace = env.durable_object(consult::BINDING).ok()?;
+    let id = namespace.id_from_name(consult::OBJECT_NAME).ok()?;
+    Some(id.to_string())
 }
 
 /// A var's value as text (a setting, or the secret an origin's

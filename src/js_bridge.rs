@@ -1,6 +1,7 @@
 //! Every JS function the Rust shell imports, in one leaf module: the lease
 //! (src/js/lease.mjs), silence (src/js/silence.mjs), the attempt
-//! (src/js/attempt.mjs) and the colo read (src/js/colo.mjs). Nothing here
+//! (src/js/attempt.mjs), the colo read and a timer (src/js/colo.mjs) and
+//! the admin API's bounded body read (src/js/admin.mjs). Nothing here
 //! depends on the rest of the shell.
 
 use worker::wasm_bindgen::prelude::wasm_bindgen;
@@ -20,6 +21,14 @@ extern "C" {
 extern "C" {
     /// Every key's colo verdict (text, or null), in one crossing.
     pub fn colo_read_js(keys: &js_sys::Array) -> js_sys::Promise;
+    /// Resolves after `ms` (a timer, for work already in the background).
+    pub fn sleep_js(ms: f64) -> js_sys::Promise;
+}
+
+#[wasm_bindgen(module = "/src/js/admin.mjs")]
+extern "C" {
+    /// The admin API's request body as text, or null past `max` bytes.
+    pub fn read_bounded_js(request: &web_sys::Request, max: f64) -> js_sys::Promise;
 }
 
 #[wasm_bindgen(module = "/src/js/silence.mjs")]

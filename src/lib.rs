@@ -13,9 +13,14 @@
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
-//! - [`checker`]: the opt-in global checker (a Durable Object) and its cron.
-//! - [`periodic`]: the three above when due, beside a request, never
+//! - [`consult`]: the global checker's answer (verdicts and overrides)
+//!   through the location's cache, asked for by one isolate per location
+//!   and interval.
+//! - [`overrides`]: the checker's store of operators' overrides;
+//!   [`checker`]: the opt-in global checker (a Durable Object) and its cron.
+//! - [`periodic`]: the above when due, beside a request, never
 //!   before it while some origin is up.
+//! - [`admin`]: the admin API under the status path (overrides at runtime).
 //! - [`proxy`]: the full path, the whole request the slow and complete way.
 //! - [`warm`]: runs the full path's pure code once per instance, so the
 //!   first failover is not also the first run of that code.
@@ -49,15 +54,18 @@
 #![cfg(target_arch = "wasm32")]
 
 mod access;
+mod admin;
 mod body;
 mod checker;
 mod clock;
 mod colo;
+mod consult;
 mod fast;
 mod forward;
 mod isolate;
 mod js_bridge;
 mod log;
+mod overrides;
 mod periodic;
 mod probe;
 mod proxy;

@@ -1,22 +1,27 @@
-//! The isolate's periodic work: the global checker's consultation, probes
-//! of down origins and the colo's shared verdicts, each at most as often as
-//! its cadence (`failover_core::edge::Isolate::next_due_ms`). None of it is
-//! on a request's path while the isolate's own map has a healthy origin: it
-//! runs beside the request, in `ctx.waitUntil`. Only a request that finds
-//! every origin down waits for the colo read, which may say one is back.
+//! The isolate's periodic work: the global checker's consultation (directly,
+//! or through the location's copy of its answer, src/consult.rs), probes of
+//! down origins, the colo's shared verdicts and overrides coming into or out
+//! of force by themselves, each at most as often as its cadence
+//! (`failover_core::edge::Isolate::next_due_ms`). None of it is on a
+//! request's path while the isolate's own map has a healthy origin: it runs
+//! beside the request, in `ctx.waitUntil`. Only a request that finds every
+//! origin down waits for the colo read, which may say one is back (never
+//! for a consultation of the checker).
 
 use std::rc::Rc;
 
 use worker::{Context, Env};
 
+use crate::colo::SnapshotRead;
 use crate::isolate::Isolate;
-use crate::{checker, clock, colo, probe};
+use crate::{checker, clock, colo, consult, probe};
 
 /// Starts whatever work is due for a request on the full path: in the
 /// background, unless no origin is up (then the colo read is awaited).
 pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
     isolate.reconsider_shared_downs();
     let now = clock::now_ms();
+    isolate.tick_overrides(now);
     checker::consult_if_due(ctx, env, isolate, now);
     probe::start_due(ctx, isolate, now);
     if !isolate.colo_read_due(now) {
@@ -24,9 +29,14 @@ pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
     }
     if isolate.any_up() {
         let isolate = Rc::clone(isolate);
-        ctx.wait_until(async move { colo::refresh(&isolate, now).await });
+        let env = env.clone();
+        ctx.wait_until(async move { read_colo(&isolate, &env, now).await });
     } else {
-        colo::refresh(isolate, now).await;
+        let read = colo::refresh(isolate, now).await;
+        if stale(isolate, read, now) {
+            let (isolate, env) = (Rc::clone(isolate), env.clone());
+            ctx.wait_until(async move { consult::claim_and_ask(&env, &isolate, now).await });
+        }
     }
 }
 
@@ -34,7 +44,25 @@ pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
 /// `periodic_work`).
 pub async fn run(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
     let now = clock::now_ms();
+    isolate.tick_overrides(now);
     checker::consult_if_due(ctx, env, isolate, now);
     probe::start_due(ctx, isolate, now);
-    colo::refresh(isolate, now).await;
+    read_colo(isolate, env, now).await;
+}
+
+/// The colo read, and the consultation it may find due (in the background).
+async fn read_colo(isolate: &Rc<Isolate>, env: &Env, now: u64) {
+    let read = colo::refresh(isolate, now).await;
+    if stale(isolate, read, now) {
+        consult::claim_and_ask(env, isolate, now).await;
+    }
+}
+
+/// Adopts the location's copy if it was read; whether it is due for a
+/// fresh one.
+fn stale(isolate: &Isolate, read: SnapshotRead, now: u64) -> bool {
+    match read {
+        SnapshotRead::Read(entry) => consult::after_read(isolate, entry.as_deref(), now),
+        SnapshotRead::NotRead => false,
+    }
 }

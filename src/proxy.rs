@@ -9,15 +9,18 @@ use failover_core::edge::affinity;
 use failover_core::edge::affinity::AffinityMode;
 use failover_core::edge::attempts::{AfterFailure, Attempts};
 use failover_core::edge::classify::Failure;
+use failover_core::edge::overrides::{last_resort, Standing};
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::route::{route, Route};
-use failover_core::edge::target::{is_status_request, upstream_url};
+use failover_core::edge::target::{is_status_request, reserved_subpath, upstream_url};
 use worker::{js_sys, web_sys, Context, Env};
 
 use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
 use crate::isolate::Isolate;
-use crate::{access, checker, clock, colo, js_bridge, log, periodic, probe, respond, status};
+use crate::{
+    access, admin, checker, clock, colo, js_bridge, log, periodic, probe, respond, status,
+};
 
 /// The whole request, the slow and complete way. `first` is an attempt the
 /// fast path (src/js/entry.mjs) already made and that did not succeed: the
@@ -40,6 +43,10 @@ pub async fn proxy(
         .map(|_| config.status_path.as_str());
     if is_status_request(&url, &req.method(), status_path) {
         return status::answer(&req, isolate, checker::configured(env));
+    }
+    if let Some(subpath) = reserved_subpath(&url, config.reserved_path()) {
+        // Boxed: the admin API's state stays out of every request's future.
+        return Box::pin(admin::answer(&req, subpath, isolate, env, ctx)).await;
     }
     let method = req.method();
     let body = match body::RequestBody::prepare(&req, &method, isolate).await {
@@ -197,14 +204,25 @@ pub fn plan(
     let silent: Vec<bool> = (0..config.origins.len())
         .map(|i| config.silence_ms > 0 && js_bridge::is_silent(i, silence_ms, timeout_ms))
         .collect();
+    let standings = isolate.standings();
+    let is_up = |i: usize| health.is_up(i) && !silent.get(i).copied().unwrap_or(false);
     let route = route(
         config,
-        |i| health.is_up(i) && !silent.get(i).copied().unwrap_or(false),
+        is_up,
+        &standings,
         config.hash_key.key_in(key_header.as_deref()),
         cookies.as_deref(),
         random,
     );
-    let mut order = route.order.clone();
+    // Held origins (disabled, drained) that are up go before the down ones:
+    // with every other origin down, one serves at once.
+    let pinned = route.pinned;
+    let standing = |i: usize| standings.get(i).copied().unwrap_or(Standing::Auto);
+    let mut order = last_resort(
+        &route.order,
+        |i| standing(i).routable(is_up(i), pinned == Some(i)),
+        |i| !standing(i).intendable() && health.is_up(i),
+    );
     if let Some(tried) = first_tried {
         order.retain(|&o| o != tried);
         order.insert(0, tried);

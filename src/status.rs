@@ -50,6 +50,12 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate, global_health: bool) ->
     );
     report::add_replay_buffer(&mut doc, &isolate.budget());
     report::add_global_health(&mut doc, global_health);
+    report::add_overrides(
+        &mut doc,
+        &isolate.config,
+        &isolate.overrides(),
+        crate::clock::now_ms(),
+    );
     let res = match representation {
         Representation::Html => {
             let res = plain(200, &page::html(&doc));

@@ -14,6 +14,7 @@ const ORIGIN = FAST_PATH.origin;
 // does with the status endpoint's: the fixture's two non-URL verdicts.
 const FULL_PATH = "full path";
 const STATUS_ENDPOINT = "status endpoint";
+const WORKERS_OWN = "the Worker's own";
 
 // The instance's part as src/fast.rs `fast_config` sends it, then a lease.
 function leased(statusPath) {
@@ -35,7 +36,7 @@ function assertCoherent(row) {
 test("URL cases: the upstream URL, or the full path for a fragment or the status endpoint", () => {
   for (const row of FAST_PATH.urls.cases) {
     assertCoherent(row);
-    if (row.full === STATUS_ENDPOINT) assert.equal(row.fast, FULL_PATH, "only the full path answers the status endpoint");
+    if (row.full === STATUS_ENDPOINT || row.full === WORKERS_OWN) assert.equal(row.fast, FULL_PATH, "only the full path answers the Worker's own paths");
     leased(row.status_path ?? undefined);
     assert.equal(fast(row.url, row.method), row.fast, JSON.stringify(row));
   }

@@ -11,6 +11,7 @@ const fixture = JSON.parse(readFileSync(new URL("./fixtures/route.json", import.
 
 test("every route matches Rust's", () => {
   assert.ok(fixture.rows.length > 1000);
+  assert.ok(fixture.rows.filter((r) => r.standing !== undefined).length > 1000, "rows with overrides in force");
   for (const row of fixture.rows) {
     // The lease's `steer` object, as src/fast.rs and lease.mjs build it.
     const steer = {
@@ -21,7 +22,9 @@ test("every route matches Rust's", () => {
       affinity: row.affinity,
       affinityFailover: row.failover,
       tokens: row.affinity === "cookie" ? fixture.tokens : undefined,
-      allUp: fixture.names.map(() => true),
+      // With overrides in force the lease brings what a request may be
+      // meant for (lease.mjs grant); otherwise every origin.
+      allUp: row.intendable ?? fixture.names.map(() => true),
       allHealthy: row.healthy.every((h) => h),
     };
     const got = route(steer, row.key ?? undefined, row.cookie, Number(row.random));

@@ -3,26 +3,18 @@
 //! keeps its alarm chain alive.
 
 use std::rc::Rc;
-use std::time::Duration;
 
-use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::report;
-use failover_core::edge::shared::{decode_map, Source};
 use worker::{Context, Env};
 
 use crate::isolate::Isolate;
 use crate::log;
 
 /// The Durable Object binding's name in wrangler.toml.
-const BINDING: &str = "HEALTH_CHECKER";
+const BINDING: &str = failover_core::edge::consult::BINDING;
 
 /// Any URL reaches the one object; the path says what is asked.
 const CHECKER_URL: &str = "https://health-checker.internal/verdicts";
-
-/// How long the checker's verdicts are trusted: three missed alarms.
-fn max_age(config: &WorkerConfig) -> Duration {
-    Duration::from_millis(config.health_interval_ms.saturating_mul(3))
-}
 
 /// Whether global health is on: the binding exists.
 pub fn configured(env: &Env) -> bool {
@@ -30,7 +22,8 @@ pub fn configured(env: &Env) -> bool {
 }
 
 /// Asks the checker for its verdicts if the consultation is due; never on
-/// the request path.
+/// the request path. Only with colo health off: otherwise the location's
+/// copy of its answer stands in (src/consult.rs).
 pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u64) {
     if !isolate.take_global_read(now_ms) {
         return;
@@ -41,7 +34,9 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
     let isolate = Rc::clone(isolate);
     ctx.wait_until(async move {
         let answer = async {
-            let stub = namespace.id_from_name("global")?.get_stub()?;
+            let stub = namespace
+                .id_from_name(failover_core::edge::consult::OBJECT_NAME)?
+                .get_stub()?;
             let mut res = stub.fetch_with_str(CHECKER_URL).await?;
             if res.status_code() != 200 {
                 return Err(worker::Error::RustError(format!(
@@ -52,19 +47,12 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
             res.text().await
         };
         match answer.await {
-            Ok(text) => adopt_all(&isolate, &text),
+            Ok(text) => {
+                crate::consult::adopt(&isolate, &text);
+            }
             Err(e) => log::line(&report::shared_error("global checker", &e.to_string())),
         }
     });
-}
-
-fn adopt_all(isolate: &Isolate, text: &str) {
-    let max_age = max_age(&isolate.config);
-    for (name, verdict) in decode_map(text) {
-        if let Some(origin) = isolate.config.origins.iter().position(|o| o.name == name) {
-            isolate.adopt(origin, verdict, Source::Global, max_age);
-        }
-    }
 }
 
 /// The Cron Trigger: make sure the checker's alarm is scheduled.
@@ -73,7 +61,9 @@ pub async fn keep_alive(env: &Env) {
         return;
     };
     let poke = async {
-        let stub = namespace.id_from_name("global")?.get_stub()?;
+        let stub = namespace
+            .id_from_name(failover_core::edge::consult::OBJECT_NAME)?
+            .get_stub()?;
         stub.fetch_with_str(CHECKER_URL).await
     };
     if let Err(e) = poke.await {

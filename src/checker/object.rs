@@ -1,5 +1,6 @@
 //! The Durable Object `HealthChecker`: one per Worker (named "global"). Any
-//! request answers the current verdicts and makes sure the alarm is set;
+//! request answers the current verdicts and overrides (or changes an
+//! override: src/overrides.rs) and makes sure the alarm is set;
 //! the alarm runs a round of probes, stores the verdicts and re-arms.
 
 use std::cell::RefCell;
@@ -31,9 +32,10 @@ impl DurableObject for HealthChecker {
         }
     }
 
-    /// Any request: answer the current verdicts, and make sure the alarm
-    /// that refreshes them is set.
-    async fn fetch(&self, _req: Request) -> Result<Response> {
+    /// Any request: make sure the alarm that refreshes the verdicts is set;
+    /// an override's change or list (src/overrides.rs), or else the current
+    /// verdicts and overrides.
+    async fn fetch(&self, req: Request) -> Result<Response> {
         let checker = match self.checker().await {
             Ok(checker) => checker,
             Err(problem) => return Response::error(problem, 500),
@@ -42,7 +44,15 @@ impl DurableObject for HealthChecker {
             // The first round runs at once; the alarm then re-arms itself.
             self.state.storage().set_alarm(Duration::ZERO).await?;
         }
-        Response::ok(checker.verdicts())
+        let snapshot = |now_ms| checker.snapshot(now_ms);
+        crate::overrides::checker_fetch(
+            &self.state,
+            &checker.config,
+            &checker.overrides,
+            snapshot,
+            req,
+        )
+        .await
     }
 
     async fn alarm(&self) -> Result<Response> {
@@ -53,6 +63,7 @@ impl DurableObject for HealthChecker {
             Err(problem) => return Response::error(problem, 500),
         };
         checker.round().await;
+        crate::overrides::expire(&self.state, &checker.config, &checker.overrides).await;
         self.state
             .storage()
             .put(STORAGE_KEY, checker.verdicts())
@@ -72,7 +83,8 @@ impl HealthChecker {
             WorkerConfig::from_vars(|name| var_text(&self.env, name)).map_err(|e| e.to_string())?;
         // Verdicts survive the object being evicted between alarms.
         let stored: Option<String> = self.state.storage().get(STORAGE_KEY).await.ok().flatten();
-        let checker = Rc::new(Checker::new(config, stored));
+        let overrides = crate::overrides::load(&self.state, &config).await;
+        let checker = Rc::new(Checker::new(config, stored, overrides));
         *self.checker.borrow_mut() = Some(Rc::clone(&checker));
         Ok(checker)
     }

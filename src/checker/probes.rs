@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::health::HealthMap;
+use failover_core::edge::overrides::wire::Snapshot;
+use failover_core::edge::overrides::Overrides;
 use failover_core::edge::report;
 use failover_core::edge::shared::{decode_map, encode_map, Source};
 use futures_util::future::join_all;
@@ -18,12 +20,15 @@ pub struct Checker {
     health: RefCell<HealthMap>,
     /// When the last round of probes finished.
     confirmed_ms: Cell<u64>,
+    /// Operators' overrides (src/overrides.rs); the checker is their one
+    /// writer.
+    pub overrides: RefCell<Overrides>,
 }
 
 impl Checker {
     /// The checker for `config`, with the verdicts it stored last (`stored`,
     /// as [`Checker::verdicts`] wrote them), if any.
-    pub fn new(config: WorkerConfig, stored: Option<String>) -> Checker {
+    pub fn new(config: WorkerConfig, stored: Option<String>, overrides: Overrides) -> Checker {
         let mut health = HealthMap::new(
             config.origins.len(),
             config.health_rise,
@@ -49,6 +54,7 @@ impl Checker {
             config,
             health: RefCell::new(health),
             confirmed_ms: Cell::new(confirmed_ms),
+            overrides: RefCell::new(overrides),
         }
     }
 
@@ -61,6 +67,15 @@ impl Checker {
                 Some((o.name.as_str(), health.verdict_to_share(i, confirmed)?))
             }),
         )
+    }
+
+    /// What isolates are told: the verdicts and the overrides, as of now.
+    pub fn snapshot(&self, now_ms: u64) -> String {
+        let health = self.health.borrow();
+        let confirmed = self.confirmed_ms.get();
+        let verdicts = (0..self.config.origins.len())
+            .filter_map(|i| Some((i, health.verdict_to_share(i, confirmed)?)));
+        Snapshot::of(&self.config, now_ms, verdicts, &self.overrides.borrow()).encode()
     }
 
     /// Probes every origin at once, and records when the round finished.

@@ -1,5 +1,6 @@
 // The colo's shared verdicts (src/colo.rs), read in one crossing: every
-// origin's cache entry is matched here and its verdict read from a header,
+// origin's cache entry (and, once a second, the location's copy of the
+// checker's answer) is matched here and its value read from a header,
 // so no Request, Response wrapper or body stream is built for Rust per key.
 // `make bench-cost` counts this read, which a small site pays on nearly
 // every request (one read per 250 ms at most, beside the request).
@@ -18,4 +19,10 @@ export function colo_read_js(keys) {
       ),
     ),
   );
+}
+
+// A timer for Rust's background work (src/consult.rs: a claim settles
+// before it is read back).
+export function sleep_js(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

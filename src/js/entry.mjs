@@ -96,14 +96,14 @@ function fastFetch(request, env, ctx) {
 function plainFetch(request, env, ctx, now) {
   const url = upstreamUrl(request.url, request.method);
   if (url === undefined) return call(wasm.fetch, request, env, ctx);
-  const { origin, name } = lease;
+  const { origin, name, failover } = lease;
   // A silent origin (silence.mjs): the full path routes around it.
   if (isSilent(origin, instance.silenceMs, instance.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
   const headers = forward_headers(request.headers, request.url, undefined, undefined);
   return attempt_js(url, request.method, headers, undefined, undefined, instance.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
-      return served_by_js(result, name, origin !== 0);
+      return served_by_js(result, name, failover);
     }
     return call(wasm.fetch_after, request, env, ctx, origin, result, NaN);
   });

@@ -16,11 +16,13 @@ export const instance = {
   bases: [], // scheme://authority, no path, per origin
   timeoutMs: 0,
   silenceMs: 0, // SILENCE_MS; 0: off
-  statusPath: undefined, // set when the status endpoint is on
+  statusPath: undefined, // set when the status endpoint or the admin API is on
   // With a steering policy, affinity or an Access token: what route.mjs
   // needs to route each request (src/fast.rs `steering`, plus `names`,
   // `bases` and, from each lease, `healthy`); undefined under plain
-  // failover, where every request goes to the lease's origin.
+  // failover, where every request goes to the lease's origin. Overrides
+  // in force come folded into each lease's `healthy` (what requests may go
+  // to) and `intendable` (what they may be meant for: route.mjs's allUp).
   steer: undefined,
 };
 
@@ -31,6 +33,7 @@ export const lease = {
   workDue: 0, // ms: from then on, the next request starts periodic work
   base: "", // the origin's, from the instance's bases
   name: "",
+  failover: false, // true: `origin` serves because one meant before it is down (x-failover)
   instance: -1, // the Wasm instance that granted it
 };
 
@@ -56,7 +59,8 @@ export function configure(config, id) {
   if (instance.steer !== undefined) {
     instance.steer.names = config.names;
     instance.steer.bases = config.bases;
-    instance.steer.allUp = config.names.map(() => true);
+    instance.steer.everyOrigin = config.names.map(() => true);
+    instance.steer.allUp = instance.steer.everyOrigin;
     instance.steer.healthy = instance.steer.allUp;
     instance.steer.allHealthy = true;
   }
@@ -73,9 +77,13 @@ export function grant(granted, id) {
   lease.workDue = granted.workDue;
   lease.base = instance.bases[granted.origin];
   lease.name = instance.names[granted.origin];
+  lease.failover = granted.failover;
   const steer = instance.steer;
   if (steer !== undefined && granted.healthy !== undefined) {
     steer.healthy = granted.healthy;
+    // With overrides in force, what a request may be meant for (a drained
+    // or disabled origin is nobody's intended origin); otherwise all.
+    steer.allUp = granted.intendable ?? steer.everyOrigin;
     steer.allHealthy = granted.healthy.every((h) => h === true);
   }
   lease.instance = id;
@@ -122,7 +130,8 @@ export function fast_evidence(origin) {
 // host cannot contain one, and userinfo has it percent-encoded), so the
 // path and query are appended to the origin's authority and nothing in
 // them can reach another host. A fragment, which never comes from a
-// client, is left to the full path, as is the status endpoint.
+// client, is left to the full path, as are the status endpoint and every
+// path under it (target::reserved_subpath: the admin API).
 export function upstreamUrl(url, method) {
   const path = upstreamPath(url, method);
   return path === undefined ? undefined : lease.base + path;
@@ -136,9 +145,14 @@ export function upstreamPath(url, method) {
   const start = url.indexOf("/", scheme + 3);
   if (start < 0 || url.includes("#", start)) return undefined;
   const sp = instance.statusPath;
-  if (sp !== undefined && (method === "GET" || method === "HEAD") && url.startsWith(sp, start)) {
+  if (sp !== undefined && url.startsWith(sp, start)) {
     const end = start + sp.length;
-    if (end === url.length || url[end] === "?") return undefined;
+    if (end === url.length || url[end] === "?") {
+      if (method === "GET" || method === "HEAD") return undefined;
+    } else if (url[end] === "/") {
+      // Under it, for every method: the Worker's own (the admin API).
+      return undefined;
+    }
   }
   return url.slice(start);
 }

@@ -9,8 +9,9 @@ export { COMPAT_DATE };
 
 const build = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "build");
 
-// `dir`: another build of the Worker (a test build such as panic-test).
-export async function startWorker(bindings, { dir = build } = {}) {
+// `dir`: another build of the Worker (a test build such as panic-test);
+// `durableObjects`: its Durable Object bindings (the global checker).
+export async function startWorker(bindings, { dir = build, durableObjects } = {}) {
   const logs = [];
   const mf = new Miniflare({
     modules: [
@@ -20,6 +21,7 @@ export async function startWorker(bindings, { dir = build } = {}) {
     modulesRoot: dir,
     compatibilityDate: COMPAT_DATE,
     bindings,
+    durableObjects,
     handleRuntimeStdio(stdout, stderr) {
       for (const stream of [stdout, stderr]) {
         stream.setEncoding("utf8");

@@ -9,13 +9,16 @@
 use failover_core::edge::classify::{
     classify_response, is_access_login, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
 };
-use failover_core::edge::target::{authority, is_status_request, upstream_url};
+use failover_core::edge::target::{authority, is_status_request, reserved_subpath, upstream_url};
 use serde_json::Value;
 
 /// What the fast path does with a request it leaves to Rust.
 const FULL_PATH: &str = "full path";
 /// What the full path does with a request for the status endpoint.
 const STATUS_ENDPOINT: &str = "status endpoint";
+/// What the full path does with a request under `{STATUS_PATH}/`: answers
+/// it itself (the admin API, or 404), never an origin.
+const WORKERS_OWN: &str = "the Worker's own";
 
 fn fixture() -> Value {
     let path = concat!(
@@ -72,10 +75,13 @@ fn url_cases() {
         let full = text(row, "full");
         assert_coherent(text(row, "fast"), full, row);
         let is_status = is_status_request(url, method, status_path);
+        let is_reserved = reserved_subpath(url, status_path).is_some();
         if full == STATUS_ENDPOINT {
-            assert!(is_status, "the status endpoint: {row}");
+            assert!(is_status && !is_reserved, "the status endpoint: {row}");
+        } else if full == WORKERS_OWN {
+            assert!(is_reserved && !is_status, "the Worker's own path: {row}");
         } else {
-            assert!(!is_status, "not the status endpoint: {row}");
+            assert!(!is_status && !is_reserved, "an origin's path: {row}");
             assert_eq!(upstream_url(origin, url).as_deref(), Some(full), "{row}");
         }
     }

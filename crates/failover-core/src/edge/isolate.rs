@@ -4,17 +4,23 @@
 //! map revokes it), and when periodic work (a probe, a colo read, a checker
 //! consultation) is next due. Periodic work ends no lease: the request that
 //! finds it due is sent as usual, and the work runs beside it, in the
-//! background (`ctx.waitUntil`), so no request waits for a cache read. The edge's
+//! background (`ctx.waitUntil`), so no request waits for a cache read.
+//! Overrides (`edge::overrides`) are part of what the lease rests on: a
+//! change learned from the checker, or one coming into or out of force by
+//! itself (a TTL, a drain's end, which `next_due_ms` includes), revokes it
+//! like a health change. The edge's
 //! counterpart of `node::Node`, in quinn-proto's shape: the machine owns its
 //! clocks and answers `next_due_ms`; the shell (src/isolate.rs) holds it in
 //! a `RefCell`, never across an `.await`, and carries out what it says.
 
 use std::time::Duration;
 
-use crate::edge::affinity;
+use crate::edge::affinity::{self, AffinityMode};
 use crate::edge::budget::ReplayBudget;
 use crate::edge::config::WorkerConfig;
+use crate::edge::consult::{claim_key, snapshot_key, snapshot_read_every};
 use crate::edge::health::HealthMap;
+use crate::edge::overrides::{Overrides, Standing};
 use crate::edge::shared::{colo_key, colo_read_every, Cadence};
 
 /// What one isolate knows between requests. The config itself stays with
@@ -26,11 +32,34 @@ pub struct Isolate {
     /// When the colo's shared verdicts are next read; None with
     /// `COLO_HEALTH=off`.
     colo_reads: Option<Cadence>,
-    /// When the global checker is next consulted.
+    /// When the global checker is next consulted directly (no colo cache,
+    /// or one that keeps nothing: `consult::AfterClaim::CacheKeepsNothing`).
     global_reads: Cadence,
+    /// With the global checker and colo health: the location's copy of its
+    /// answer, read on this cadence (`edge::consult`) instead of asking it.
+    via_location: Option<ViaLocation>,
     budget: ReplayBudget,
     tokens: Vec<String>,
     colo_keys: Vec<String>,
+    /// With affinity on, a draining origin keeps the requests pinned to it,
+    /// which only the full path routes (no lease while one drains).
+    pins: bool,
+    overrides: Overrides,
+    /// When the checker answered with `overrides` (an older answer, from a
+    /// slower cache, is not adopted over a newer one).
+    overrides_as_of_ms: u64,
+    /// What `overrides` mean for routing, as of the last look, and when that
+    /// next changes by itself.
+    standings: Vec<Standing>,
+    standings_change_ms: Option<u64>,
+}
+
+/// The location's copy of the checker's answer: its keys and read cadence.
+#[derive(Clone, Debug)]
+struct ViaLocation {
+    reads: Cadence,
+    snapshot_key: String,
+    claim_key: String,
 }
 
 /// The fast path's lease on the isolate's decision: requests go to
@@ -40,10 +69,14 @@ pub struct Isolate {
 /// next request also starts the periodic work, in the background.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
-    /// The first healthy origin, in priority order.
+    /// The first origin requests may go to, in priority order (healthy,
+    /// or forced up, and not held by an override).
     pub origin: usize,
     /// When periodic work is next due (`Isolate::next_due_ms`).
     pub work_due_ms: u64,
+    /// Whether `origin` is not the one requests are meant for (it serves
+    /// because the one before it is down): `x-failover` on plain failover.
+    pub failover: bool,
 }
 
 /// Whether a change to the health map ended the fast path's lease.
@@ -67,10 +100,32 @@ impl Isolate {
                 .colo_health
                 .then(|| Cadence::new(colo_read_every(interval))),
             global_reads: Cadence::new(interval),
+            via_location: None,
             budget: ReplayBudget::new(config.replay_buffer_budget_bytes),
             tokens: affinity::tokens(&config.origins),
             colo_keys: config.origins.iter().map(colo_key).collect(),
+            pins: config.affinity.mode == AffinityMode::Cookie,
+            overrides: Overrides::none(config.origins.len()),
+            overrides_as_of_ms: 0,
+            standings: vec![Standing::Auto; config.origins.len()],
+            standings_change_ms: None,
         }
+    }
+
+    /// With the global checker (`checker_id`: its Durable Object id): with
+    /// colo health on, its answer is read from the location's copy
+    /// (`edge::consult`), and asked for only when that is stale; with colo
+    /// health off, every isolate asks it itself, once per interval.
+    pub fn with_checker(mut self, config: &WorkerConfig, checker_id: &str) -> Isolate {
+        let interval = Duration::from_millis(config.health_interval_ms);
+        if config.colo_health {
+            self.via_location = Some(ViaLocation {
+                reads: Cadence::new(snapshot_read_every(interval)),
+                snapshot_key: snapshot_key(checker_id),
+                claim_key: claim_key(checker_id),
+            });
+        }
+        self
     }
 
     /// The health map, to read.
@@ -86,9 +141,9 @@ impl Isolate {
         &mut self,
         change: impl FnOnce(&mut HealthMap) -> T,
     ) -> (T, LeaseAfter) {
-        let before = Routing::of(&self.health);
+        let before = Routing::of(&self.health, &self.standings);
         let result = change(&mut self.health);
-        let after = if Routing::of(&self.health).moved_from(&before) {
+        let after = if Routing::of(&self.health, &self.standings).moved_from(&before) {
             LeaseAfter::Revoked
         } else {
             LeaseAfter::Stands
@@ -142,19 +197,125 @@ impl Isolate {
     }
 
     /// True (and the next one is scheduled) when the global checker is due
-    /// to be consulted.
+    /// to be consulted directly: never while its answer comes through the
+    /// location's copy (`take_snapshot_read`).
     pub fn take_global_read(&mut self, now_ms: u64) -> bool {
+        self.via_location.is_none() && self.global_reads.take(now_ms)
+    }
+
+    /// True (and the next one is scheduled) when the location's copy of the
+    /// checker's answer is due to be read, with a colo read.
+    pub fn take_snapshot_read(&mut self, now_ms: u64) -> bool {
+        self.via_location
+            .as_mut()
+            .is_some_and(|v| v.reads.take(now_ms))
+    }
+
+    /// The location's copy's cache key and its claim key, with a checker
+    /// and colo health.
+    pub fn snapshot_keys(&self) -> Option<(&str, &str)> {
+        self.via_location
+            .as_ref()
+            .map(|v| (v.snapshot_key.as_str(), v.claim_key.as_str()))
+    }
+
+    /// True (and the next one is scheduled) when an isolate whose cache
+    /// keeps nothing may ask the checker itself: once per interval.
+    pub fn take_direct_read(&mut self, now_ms: u64) -> bool {
         self.global_reads.take(now_ms)
+    }
+
+    /// The overrides this isolate routes by.
+    pub fn overrides(&self) -> &Overrides {
+        &self.overrides
+    }
+
+    /// When the checker made the answer `overrides` came from (0: none yet).
+    pub fn overrides_as_of_ms(&self) -> u64 {
+        self.overrides_as_of_ms
+    }
+
+    /// Every origin's standing as of the last look (`tick_overrides`).
+    pub fn standings(&self) -> &[Standing] {
+        &self.standings
+    }
+
+    /// Takes the overrides of a checker's answer made at `as_of_ms`, unless
+    /// this isolate already has a newer answer's; says whether the lease
+    /// survives.
+    pub fn set_overrides(
+        &mut self,
+        overrides: Overrides,
+        as_of_ms: u64,
+        now_ms: u64,
+    ) -> LeaseAfter {
+        if as_of_ms < self.overrides_as_of_ms || overrides.len() != self.health.len() {
+            return LeaseAfter::Stands;
+        }
+        self.overrides = overrides;
+        self.overrides_as_of_ms = as_of_ms;
+        self.restand(now_ms)
+    }
+
+    /// Looks at the overrides again if one comes into or out of force by
+    /// itself by `now_ms` (a TTL ran out, a drain ended); cheap otherwise.
+    pub fn tick_overrides(&mut self, now_ms: u64) -> LeaseAfter {
+        match self.standings_change_ms {
+            Some(at) if now_ms >= at => self.restand(now_ms),
+            _ => LeaseAfter::Stands,
+        }
+    }
+
+    fn restand(&mut self, now_ms: u64) -> LeaseAfter {
+        let before = Routing::of(&self.health, &self.standings);
+        self.standings = self.overrides.standings(now_ms);
+        self.standings_change_ms = self.overrides.next_change_ms(now_ms);
+        if Routing::of(&self.health, &self.standings).moved_from(&before) {
+            LeaseAfter::Revoked
+        } else {
+            LeaseAfter::Stands
+        }
+    }
+
+    /// Whether some override is in force.
+    pub fn overrides_in_force(&self) -> bool {
+        self.standings.iter().any(|&s| s != Standing::Auto)
+    }
+
+    /// Whether a request not pinned anywhere may go to `origin` now: up (or
+    /// forced up) and not held by an override.
+    pub fn routable(&self, origin: usize) -> bool {
+        self.standing(origin)
+            .routable(self.health.is_up(origin), false)
+    }
+
+    /// Whether an override lets requests be meant for `origin`.
+    pub fn intendable(&self, origin: usize) -> bool {
+        self.standing(origin).intendable()
+    }
+
+    fn standing(&self, origin: usize) -> Standing {
+        self.standings
+            .get(origin)
+            .copied()
+            .unwrap_or(Standing::Auto)
     }
 
     /// When the next piece of periodic work falls due without another
     /// change: a colo read, a checker consultation or a probe of a down
     /// origin (0 when one has never run).
     pub fn next_due_ms(&self) -> u64 {
+        // Reads of the location's copy ride on colo reads, which are at
+        // least as frequent; a direct consultation is not due while they run.
+        let direct = self
+            .via_location
+            .is_none()
+            .then(|| self.global_reads.next_due_ms());
         [
             self.colo_reads.as_ref().map(Cadence::next_due_ms),
-            Some(self.global_reads.next_due_ms()),
+            direct,
             self.health.next_probe_ms(),
+            self.standings_change_ms,
         ]
         .into_iter()
         .flatten()
@@ -162,15 +323,22 @@ impl Isolate {
         .unwrap_or(u64::MAX)
     }
 
-    /// The fast path's lease: the first healthy origin, and when periodic
-    /// work is next due. None when no origin is up (the full path walks
-    /// them all, and waits for the colo's verdicts first: one may say an
-    /// origin is back).
+    /// The fast path's lease: the first origin requests may go to, and when
+    /// periodic work is next due. None when no origin may take requests (the
+    /// full path walks them all, held ones first, and waits for the colo's
+    /// verdicts first: one may say an origin is back), and while an origin
+    /// drains under affinity (its pinned requests are the full path's).
     pub fn lease(&self) -> Option<Lease> {
-        let origin = self.first_up()?;
+        if self.pins && self.standings.contains(&Standing::Draining) {
+            return None;
+        }
+        let n = self.health.len();
+        let origin = (0..n).find(|&i| self.routable(i))?;
+        let intended = (0..n).find(|&i| self.intendable(i)).unwrap_or(0);
         Some(Lease {
             origin,
             work_due_ms: self.next_due_ms(),
+            failover: origin != intended,
         })
     }
 
@@ -180,18 +348,20 @@ impl Isolate {
     }
 }
 
-/// What the fast path's lease depends on in the health map.
+/// What the fast path's lease depends on: the health map and the overrides.
 #[derive(PartialEq, Eq)]
 struct Routing {
     up: Vec<bool>,
     next_probe_ms: Option<u64>,
+    standings: Vec<Standing>,
 }
 
 impl Routing {
-    fn of(health: &HealthMap) -> Routing {
+    fn of(health: &HealthMap, standings: &[Standing]) -> Routing {
         Routing {
             up: (0..health.len()).map(|i| health.is_up(i)).collect(),
             next_probe_ms: health.next_probe_ms(),
+            standings: standings.to_vec(),
         }
     }
 
@@ -202,7 +372,7 @@ impl Routing {
             (Some(_), None) => true,
             (None, _) => false,
         };
-        self.up != before.up || earlier
+        self.up != before.up || self.standings != before.standings || earlier
     }
 }
 
@@ -228,6 +398,7 @@ mod tests {
         Some(Lease {
             origin,
             work_due_ms,
+            failover: origin != 0,
         })
     }
 
@@ -306,5 +477,144 @@ mod tests {
         assert_eq!(isolate.tokens(), affinity::tokens(&c.origins).as_slice());
         assert_eq!(isolate.colo_key(1), Some(colo_key(&c.origins[1]).as_str()));
         assert_eq!(isolate.colo_key(2), None);
+    }
+
+    fn table(n: usize, set: &[(usize, crate::edge::overrides::Override)]) -> Overrides {
+        let mut t = Overrides::none(n);
+        for (i, o) in set {
+            t.set(*i, *o);
+        }
+        t
+    }
+
+    fn over(
+        mode: crate::edge::overrides::Mode,
+        expires_at_ms: Option<u64>,
+        drain_s: u64,
+    ) -> crate::edge::overrides::Override {
+        crate::edge::overrides::Override {
+            mode,
+            set_at_ms: 1_000,
+            expires_at_ms,
+            drain: Duration::from_secs(drain_s),
+        }
+    }
+
+    /// Each mode moves the lease (or ends it), the change revokes the lease
+    /// in force, and a TTL brings it back by itself at the instant
+    /// `next_due_ms` names.
+    #[test]
+    fn overrides_move_the_lease_and_expire_by_themselves() {
+        use crate::edge::overrides::Mode;
+        let mut isolate = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
+        isolate.take_global_read(0);
+        let disabled = table(2, &[(0, over(Mode::Disable, Some(60_000), 0))]);
+        assert_eq!(
+            isolate.set_overrides(disabled, 2_000, 2_000),
+            LeaseAfter::Revoked
+        );
+        let moved = isolate.lease().expect("b takes requests");
+        assert_eq!(
+            (moved.origin, moved.failover),
+            (1, false),
+            "moved on purpose: no x-failover"
+        );
+        assert_eq!(
+            moved.work_due_ms, 15_000,
+            "the checker's consultation comes first"
+        );
+        assert_eq!(isolate.tick_overrides(59_999), LeaseAfter::Stands);
+        assert_eq!(
+            isolate.tick_overrides(60_000),
+            LeaseAfter::Revoked,
+            "the TTL ran out"
+        );
+        assert_eq!(isolate.lease().map(|l| l.origin), Some(0));
+        assert!(!isolate.overrides_in_force());
+
+        // An older answer (a slower cache) does not undo a newer one.
+        let none = table(2, &[]);
+        assert_eq!(
+            isolate.set_overrides(none, 1_999, 61_000),
+            LeaseAfter::Stands
+        );
+
+        // Force-up beats a down verdict, and is no failover.
+        isolate.change_health(|h| {
+            h.record_failure(0, crate::edge::classify::Failure::Timeout, 61_000)
+        });
+        assert_eq!(
+            isolate.lease().map(|l| (l.origin, l.failover)),
+            Some((1, true))
+        );
+        let forced = table(2, &[(0, over(Mode::ForceUp, None, 0))]);
+        assert_eq!(
+            isolate.set_overrides(forced, 3_000, 61_000),
+            LeaseAfter::Revoked
+        );
+        assert_eq!(
+            isolate.lease().map(|l| (l.origin, l.failover)),
+            Some((0, false))
+        );
+
+        // Both held: no lease; the full path walks them, held ones first.
+        let held = table(
+            2,
+            &[
+                (0, over(Mode::Disable, None, 0)),
+                (1, over(Mode::Drain, None, 0)),
+            ],
+        );
+        isolate.set_overrides(held, 4_000, 61_000);
+        assert_eq!(isolate.lease(), None);
+    }
+
+    #[test]
+    fn a_drain_under_affinity_leaves_the_pins_to_the_full_path_until_it_ends() {
+        use crate::edge::overrides::Mode;
+        let mut isolate = Isolate::new(&config(&[("AFFINITY", "cookie")]));
+        let drain = table(2, &[(0, over(Mode::Drain, None, 30))]);
+        isolate.set_overrides(drain.clone(), 1_000, 2_000);
+        assert_eq!(
+            isolate.lease(),
+            None,
+            "pinned clients keep the draining origin"
+        );
+        assert!(
+            isolate.next_due_ms() <= 31_000,
+            "the drain's end is due work"
+        );
+        assert_eq!(isolate.tick_overrides(31_000), LeaseAfter::Revoked);
+        assert_eq!(
+            isolate.lease().map(|l| (l.origin, l.failover)),
+            Some((1, false))
+        );
+        // Without affinity a drain is a hold at once.
+        let mut plain = Isolate::new(&config(&[]));
+        plain.set_overrides(drain, 1_000, 2_000);
+        assert_eq!(plain.lease().map(|l| l.origin), Some(1));
+    }
+
+    #[test]
+    fn with_a_checker_and_colo_health_the_location_s_copy_replaces_direct_reads() {
+        let c = config(&[("HEALTH_INTERVAL_MS", "15000")]);
+        let mut isolate = Isolate::new(&c).with_checker(&c, "abc");
+        assert!(!isolate.take_global_read(0), "never directly, by cadence");
+        assert!(isolate.take_snapshot_read(0));
+        assert!(!isolate.take_snapshot_read(999));
+        assert!(isolate.take_snapshot_read(1_000));
+        assert!(
+            isolate.take_direct_read(0),
+            "a cache that keeps nothing: once per interval"
+        );
+        assert!(!isolate.take_direct_read(14_999));
+        assert!(isolate
+            .snapshot_keys()
+            .is_some_and(|(s, c)| s.ends_with("/abc") && c.ends_with("/abc")));
+        let off = config(&[("COLO_HEALTH", "off")]);
+        let mut direct = Isolate::new(&off).with_checker(&off, "abc");
+        assert!(direct.take_global_read(0));
+        assert!(!direct.take_snapshot_read(0));
+        assert_eq!(direct.snapshot_keys(), None);
     }
 }

@@ -11,7 +11,7 @@
 //!   match.
 //! - [`steering`] (`STEERING`: the policy's attempt order, weight and hash
 //!   key), [`affinity`] (the `__tf_affinity` cookie), [`route`] (both
-//!   composed into one request's route), with [`cookies`] (the `Cookie`
+//!   composed into one request's route, overrides folded in), with [`cookies`] (the `Cookie`
 //!   header parser), [`fnv`] (the hashes) and [`det_math`] (the logarithm
 //!   JS reproduces bit for bit) under them.
 //! - [`replay`] (whether a request may go to another origin), [`budget`]
@@ -21,6 +21,11 @@
 //! - [`health`] (the isolate's origin health map), [`expect`] (which probe
 //!   statuses mean healthy), [`shared`] (verdicts shared through the colo
 //!   cache and the global checker).
+//! - [`consult`]: how often the global checker is asked, per location, and
+//!   how long a change takes to reach every isolate; [`overrides`]: an
+//!   operator's drain, disable or force-up of an origin at runtime (the
+//!   admin API, its JSON, the wire format), and what each means for
+//!   routing at an instant (which [`route`] folds in).
 //! - [`isolate`]: [`Isolate`], everything one isolate keeps between
 //!   requests, with when its periodic work is next due and the fast path's
 //!   lease.
@@ -35,12 +40,14 @@ pub mod attempts;
 pub mod budget;
 pub mod classify;
 pub mod config;
+pub mod consult;
 pub mod cookies;
 pub mod det_math;
 pub mod expect;
 pub mod fnv;
 pub mod health;
 pub mod isolate;
+pub mod overrides;
 pub mod replay;
 pub mod report;
 pub mod route;

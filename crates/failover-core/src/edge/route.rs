@@ -9,6 +9,7 @@
 use crate::edge::affinity::AffinityMode;
 use crate::edge::affinity::{self, SetCookie};
 use crate::edge::config::WorkerConfig;
+use crate::edge::overrides::Standing;
 use crate::edge::steering::attempt_order;
 
 /// Where one request goes, decided before its first attempt.
@@ -43,47 +44,66 @@ impl Route {
     }
 }
 
-/// The route for a request. `key` is its hash key (or None), `cookie_header`
-/// its Cookie header when affinity is on, `random` a uniform number in
-/// [0, 1) for `weighted`.
+/// The route for a request. `is_up` is the health map's verdict (silent
+/// origins routed around as if down), `standing` each origin's override at
+/// this instant (`Standing::Auto` past its end), `key` the request's hash
+/// key (or None), `cookie_header` its Cookie header when affinity is on,
+/// `random` a uniform number in [0, 1) for `weighted`.
+///
+/// Overrides fold in as health does: an origin is up for the policy when
+/// [`Standing::routable`] says so (a draining origin only for a request
+/// pinned to it), and a request is meant for an origin only if its
+/// override lets it be meant for anyone ([`Standing::intendable`]), so
+/// traffic moved on purpose carries no `x-failover`. Held origins (disable,
+/// a drain past its end) come after the routable ones like down ones; the
+/// full path then puts them before the down ones
+/// ([`crate::edge::overrides::last_resort`]).
 pub fn route(
     config: &WorkerConfig,
     is_up: impl Fn(usize) -> bool,
+    standing: &[Standing],
     key: Option<&str>,
     cookie_header: Option<&str>,
     random: f64,
 ) -> Route {
-    let policy_order = attempt_order(config.steering, &config.candidates(&is_up), key, random);
+    let standing_of = |i: usize| standing.get(i).copied().unwrap_or(Standing::Auto);
+    let cookie_pin = match config.affinity.mode {
+        AffinityMode::Cookie => affinity::pinned_origin(&config.origins, cookie_header),
+        AffinityMode::Off => None,
+    };
+    let routable = |i: usize| standing_of(i).routable(is_up(i), cookie_pin == Some(i));
+    let policy_order = attempt_order(config.steering, &config.candidates(routable), key, random);
     let weighted_up = config
         .origins
         .iter()
         .enumerate()
-        .any(|(i, o)| o.weight > 0 && is_up(i));
-    let pinned = match config.affinity.mode {
-        AffinityMode::Cookie => affinity::pinned_origin(&config.origins, cookie_header),
-        AffinityMode::Off => None,
-    }
-    .filter(|&p| {
+        .any(|(i, o)| o.weight > 0 && routable(i));
+    let pinned = cookie_pin.filter(|&p| {
         config
             .origins
             .get(p)
             .is_some_and(|o| affinity::may_pin(o.weight, weighted_up))
     });
     let meant = pinned.or_else(|| {
-        attempt_order(config.steering, &config.candidates(|_| true), key, random)
-            .first()
-            .copied()
+        attempt_order(
+            config.steering,
+            &config.candidates(|i| standing_of(i).intendable()),
+            key,
+            random,
+        )
+        .first()
+        .copied()
     });
     let plan = affinity::with_affinity(
         &config.affinity,
         pinned,
-        pinned.is_some_and(&is_up),
+        pinned.is_some_and(routable),
         policy_order,
     );
     let mut order = plan.order;
     // The origin a request was meant for goes first whenever it is up, so
     // that `x-failover` means "the intended origin was down or failed".
-    if let Some(m) = meant.filter(|&m| is_up(m)) {
+    if let Some(m) = meant.filter(|&m| routable(m)) {
         if let Some(at) = order.iter().position(|&o| o == m) {
             let m = order.remove(at);
             order.insert(0, m);
@@ -122,7 +142,7 @@ mod tests {
     #[test]
     fn failover_is_todays_order_and_intends_the_primary() {
         let c = config(&[]);
-        let r = route(&c, |i| i != 0, None, None, 0.5);
+        let r = route(&c, |i| i != 0, &[], None, None, 0.5);
         assert_eq!(r.order, vec![1, 2, 0]);
         assert_eq!(r.intended, 0);
         assert_eq!(r.set_cookie, SetCookie::Never);
@@ -133,9 +153,9 @@ mod tests {
         let c = config(&[("STEERING", "weighted")]);
         for step in 0..100 {
             let random = f64::from(step) / 100.0;
-            let all_up = route(&c, |_| true, None, None, random);
+            let all_up = route(&c, |_| true, &[], None, None, random);
             assert_eq!(all_up.order[0], all_up.intended, "random {random}");
-            let one_down = route(&c, |i| i != 1, None, None, random);
+            let one_down = route(&c, |i| i != 1, &[], None, None, random);
             if one_down.intended != 1 {
                 assert_eq!(one_down.order[0], one_down.intended, "random {random}");
             }
@@ -150,15 +170,51 @@ mod tests {
             "x=1; __tf_affinity={}",
             affinity::cookie_value(&c.origins, 2)
         );
-        let up = route(&c, |_| true, None, Some(&cookie), 0.1);
+        let up = route(&c, |_| true, &[], None, Some(&cookie), 0.1);
         assert_eq!((up.order[0], up.intended, up.pinned), (2, 2, Some(2)));
         assert_eq!(up.set_cookie, SetCookie::Never);
-        let down = route(&c, |i| i != 2, None, Some(&cookie), 0.1);
+        let down = route(&c, |i| i != 2, &[], None, Some(&cookie), 0.1);
         assert_eq!((down.order[0], down.intended), (0, 2));
-        let forged = route(&c, |_| true, None, Some("__tf_affinity=c"), 0.1);
+        let forged = route(&c, |_| true, &[], None, Some("__tf_affinity=c"), 0.1);
         assert_eq!(
             (forged.pinned, forged.set_cookie),
             (None, SetCookie::Always)
         );
+    }
+
+    /// Overrides × health × pin: where the request goes first, and whom it
+    /// was meant for (a request moved by an override is no failover).
+    #[test]
+    fn overrides_fold_in_like_health() {
+        use Standing::*;
+        let c = config(&[("AFFINITY", "cookie")]);
+        let pin_a = format!("__tf_affinity={}", affinity::cookie_value(&c.origins, 0));
+        let up = |_: usize| true;
+        let table: &[(&[Standing], Option<&str>, usize, usize)] = &[
+            (&[Auto, Auto, Auto], None, 0, 0),
+            (&[Held, Auto, Auto], None, 1, 1),
+            (&[Draining, Auto, Auto], None, 1, 1),
+            // Pinned to a draining origin: it keeps the client.
+            (&[Draining, Auto, Auto], Some(&pin_a), 0, 0),
+            // Pinned to a held one: served elsewhere, the pin was not honoured.
+            (&[Held, Auto, Auto], Some(&pin_a), 1, 0),
+            (&[Held, Held, Auto], None, 2, 2),
+        ];
+        for (standing, cookie, first, intended) in table {
+            let r = route(&c, up, standing, None, cookie.map(|s| s as &str), 0.5);
+            assert_eq!(
+                (r.order[0], r.intended),
+                (*first, *intended),
+                "{standing:?} {cookie:?}"
+            );
+        }
+        // Forced up beats a down verdict; it is not preferred over a healthy primary.
+        let r = route(&c, |i| i == 0, &[Auto, ForcedUp, Auto], None, None, 0.5);
+        assert_eq!(r.order[..2], [0, 1]);
+        let r = route(&c, |i| i != 0, &[ForcedUp, Auto, Auto], None, None, 0.5);
+        assert_eq!((r.order[0], r.intended), (0, 0));
+        // Everything held: the policy's order, meant for the primary.
+        let r = route(&c, up, &[Held, Held, Held], None, None, 0.5);
+        assert_eq!((r.order.clone(), r.intended), (vec![0, 1, 2], 0));
     }
 }

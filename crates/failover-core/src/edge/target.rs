@@ -3,7 +3,8 @@
 //! path and query. The path is forced to begin with `/`, so nothing in it can
 //! be read as more authority (`@evil.example`, `.evil.example`, `:1@...`);
 //! the result's authority is then checked against the origin's anyway.
-//! Also which request goes to no origin at all: the status endpoint.
+//! Also which request goes to no origin at all: the status endpoint, and
+//! every path under it (the admin API).
 //!
 //! The fast path's copy of both rules is `upstreamUrl` in src/js/lease.mjs;
 //! both are held to tests/fixtures/fast-path.json (tests/fast_path_fixture.rs
@@ -77,6 +78,17 @@ pub fn is_status_request(request_url: &str, method: &str, status_path: Option<&s
     let path = path_and_query(request_url);
     let path = path.split_once('?').map_or(path, |(p, _)| p);
     path == status_path && matches!(method, "GET" | "HEAD")
+}
+
+/// The part of a request's path after `{status_path}/` (query aside), for a
+/// request under it: the Worker's own paths (the admin API, 404 for the
+/// rest), for every method, never an origin's. `None` when the request is
+/// not under it, or when `status_path` is `None` (neither `STATUS_TOKEN`
+/// nor `ADMIN_TOKEN` is set: then those paths are proxied like any other).
+pub fn reserved_subpath<'a>(request_url: &'a str, status_path: Option<&str>) -> Option<&'a str> {
+    let path = path_and_query(request_url);
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    path.strip_prefix(status_path?)?.strip_prefix('/')
 }
 
 #[cfg(test)]

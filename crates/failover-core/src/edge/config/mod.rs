@@ -52,6 +52,10 @@ pub struct WorkerConfig {
     pub status_path: String,
     /// None: the status path is proxied like any other.
     pub status_token: Option<String>,
+    /// `ADMIN_TOKEN`: the admin API's own secret (overrides); None: the
+    /// API is off. One equal to `STATUS_TOKEN` is ignored: whoever may read
+    /// the status must not thereby move traffic.
+    pub admin_token: Option<String>,
     /// `REPLAY_BODY_MAX_BYTES`: a larger body (or one of unknown length) is
     /// streamed to one origin, never replayed.
     pub replay_body_max_bytes: u64,
@@ -92,6 +96,9 @@ impl WorkerConfig {
         let status_token = get("STATUS_TOKEN")
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty());
+        let admin_token = get("ADMIN_TOKEN")
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty() && Some(t) != status_token.as_ref());
         Ok(WorkerConfig {
             origins: parse_origins(&origins_text, &get)?,
             attempt_timeout_ms: number(
@@ -113,6 +120,7 @@ impl WorkerConfig {
             colo_health: switch(&get, "COLO_HEALTH", true)?,
             status_path,
             status_token,
+            admin_token,
             replay_body_max_bytes: number(
                 &get,
                 "REPLAY_BODY_MAX_BYTES",
@@ -164,6 +172,14 @@ impl WorkerConfig {
                 )?,
             },
         })
+    }
+
+    /// The path under which the Worker answers itself (the status endpoint
+    /// and everything under `{STATUS_PATH}/`), when either token is set;
+    /// None: those paths are proxied like any other.
+    pub fn reserved_path(&self) -> Option<&str> {
+        (self.status_token.is_some() || self.admin_token.is_some())
+            .then_some(self.status_path.as_str())
     }
 
     /// The origins as [`crate::edge::steering::attempt_order`] takes them, with
@@ -352,6 +368,34 @@ mod tests {
     fn empty_token_means_no_status_endpoint() {
         let c = parse(&[("ORIGINS", TWO), ("STATUS_TOKEN", "")]).expect("valid");
         assert_eq!(c.status_token, None);
+    }
+
+    #[test]
+    fn the_admin_token_is_a_secret_of_its_own() {
+        let c = parse(&[
+            ("ORIGINS", TWO),
+            ("STATUS_TOKEN", "s"),
+            ("ADMIN_TOKEN", " a\n"),
+        ])
+        .expect("valid");
+        assert_eq!(c.admin_token.as_deref(), Some("a"));
+        assert_eq!(c.reserved_path(), Some("/__failover/status"));
+        for (status, admin) in [(Some("same"), "same\n"), (None, ""), (None, "  ")] {
+            let mut vars = vec![("ORIGINS", TWO), ("ADMIN_TOKEN", admin)];
+            vars.extend(status.map(|s| ("STATUS_TOKEN", s)));
+            let c = parse(&vars).expect("valid");
+            assert_eq!(c.admin_token, None, "{status:?} {admin:?}");
+        }
+        let admin_only = parse(&[("ORIGINS", TWO), ("ADMIN_TOKEN", "a")]).expect("valid");
+        assert_eq!(
+            admin_only.reserved_path(),
+            Some("/__failover/status"),
+            "its paths are the Worker's"
+        );
+        assert_eq!(
+            parse(&[("ORIGINS", TWO)]).expect("valid").reserved_path(),
+            None
+        );
     }
 
     /// The vars, the setting the error must name, and a phrase it must contain.

@@ -29,7 +29,7 @@ pub const DEFAULT_SILENCE_MS: u64 = 2_000;
 
 /// The names of every setting, for the shell to read. The config may also
 /// ask the lookup for the var an origin's `access_client_secret_var` names.
-pub const SETTINGS: [&str; 16] = [
+pub const SETTINGS: [&str; 17] = [
     "ORIGINS",
     "ATTEMPT_TIMEOUT_MS",
     "HEALTH_INTERVAL_MS",
@@ -37,6 +37,7 @@ pub const SETTINGS: [&str; 16] = [
     "HEALTH_FALL",
     "STATUS_PATH",
     "STATUS_TOKEN",
+    "ADMIN_TOKEN",
     "REPLAY_BODY_MAX_BYTES",
     "COLO_HEALTH",
     "STEERING",

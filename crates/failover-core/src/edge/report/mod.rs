@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::edge::classify::Failure;
 use crate::edge::config::WorkerConfig;
 use crate::edge::health::{HealthMap, Transition};
+use crate::edge::overrides::{Override, Overrides};
 use crate::edge::shared::SharedVerdict;
 
 // The page and the text are views of `status_document`, so they sit under
@@ -135,6 +136,30 @@ pub fn add_replay_buffer(doc: &mut Value, budget: &crate::edge::budget::ReplayBu
 /// a setting), for the page's headline facts and for any reader of the JSON.
 pub fn add_global_health(doc: &mut Value, on: bool) {
     doc["global_health"] = json!(on);
+}
+
+/// Every origin's override in the status document (`overrides`, by name:
+/// the same object as `GET {STATUS_PATH}/origins` shows, as this isolate
+/// knows it): `mode`, `set_at`, `expires_at`, `drain_s`, `in_effect`, and a
+/// `warning` for `force-up`.
+pub fn add_overrides(doc: &mut Value, config: &WorkerConfig, overrides: &Overrides, now_ms: u64) {
+    doc["overrides"] = crate::edge::overrides::api::by_name(config, overrides, now_ms);
+}
+
+/// `{"event":"override",...}`: the checker stored an operator's change, or
+/// an override ran out and is `auto` again (`reason`).
+pub fn override_change(origin: &str, o: &Override, reason: &str) -> String {
+    json!({
+        "event": "override",
+        "origin": origin,
+        "mode": o.mode.as_str(),
+        "set_at_ms": o.set_at_ms,
+        "expires_at_ms": o.expires_at_ms,
+        "drain_s": o.drain.as_secs(),
+        "reason": reason,
+        "summary": o.describe(),
+    })
+    .to_string()
 }
 
 /// The status document, for [`status`] to print and [`page::html`] and
@@ -281,6 +306,39 @@ mod tests {
         assert_eq!(
             status(&c, &h, build, 50),
             super::status_document(&c, &h, build, 50).to_string()
+        );
+    }
+
+    #[test]
+    fn overrides_join_the_document_and_the_log() {
+        use crate::edge::overrides::Mode;
+        let c = config();
+        let h = HealthMap::new(2, 2, 1, std::time::Duration::from_secs(1));
+        let build = BuildInfo {
+            version: "1",
+            revision: "r",
+        };
+        let mut doc = super::status_document(&c, &h, build, 50);
+        let mut table = Overrides::none(2);
+        let forced = Override {
+            mode: Mode::ForceUp,
+            set_at_ms: 10,
+            expires_at_ms: Some(3_600_010),
+            drain: std::time::Duration::ZERO,
+        };
+        table.set(1, forced);
+        add_overrides(&mut doc, &c, &table, 50);
+        assert_eq!(doc["overrides"]["primary"]["mode"], "auto");
+        assert_eq!(doc["overrides"]["replica"]["mode"], "force-up");
+        assert_eq!(doc["overrides"]["replica"]["expires_at_ms"], 3_600_010);
+        assert!(doc["overrides"]["replica"]["warning"].is_string());
+        let line: Value =
+            serde_json::from_str(&override_change("replica", &forced, "set")).expect("json");
+        assert_eq!(
+            line,
+            json!({"event":"override","origin":"replica","mode":"force-up","set_at_ms":10,
+                   "expires_at_ms":3_600_010,"drain_s":0,"reason":"set",
+                   "summary":"force-up (served regardless of health) until 1970-01-01T01:00:00Z"})
         );
     }
 

@@ -1,0 +1,167 @@
+//! The admin API, the isolate's side: `POST {STATUS_PATH}/origins/{name}`
+//! sets an origin's override, `GET {STATUS_PATH}/origins` lists them
+//! (`failover_core::edge::overrides::api` has the rules and the JSON). The
+//! isolate checks the token, the origin and the body, so a hostile request
+//! costs the checker nothing, and forwards a change to the checker (the one
+//! writer, src/overrides.rs); it then adopts the checker's new answer and
+//! writes it to the location's cache, so the location's other isolates
+//! follow within a read (about a second), and every other location within
+//! one consultation interval (src/consult.rs). Every path under
+//! `{STATUS_PATH}/` is answered here, never by an origin.
+
+use std::rc::Rc;
+
+use failover_core::edge::consult;
+use failover_core::edge::overrides::api::{access, decide, error_json, AdminPath, Answer};
+use failover_core::edge::overrides::request::{origin_index, parse_change, MAX_BODY_BYTES};
+use worker::wasm_bindgen::JsValue;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::{web_sys, Context, Env, Request};
+
+use crate::isolate::Isolate;
+use crate::overrides::SNAPSHOT_HEADER;
+use crate::respond::plain;
+use crate::{consult as location, js_bridge};
+
+const CHECKER_BASE: &str = "https://health-checker.internal/overrides";
+
+/// The answer to a request under `{STATUS_PATH}/` (`subpath`: what follows
+/// it, no query).
+pub async fn answer(
+    req: &web_sys::Request,
+    subpath: &str,
+    isolate: &Rc<Isolate>,
+    env: &Env,
+    ctx: &Context,
+) -> web_sys::Response {
+    let config = &isolate.config;
+    let presented = req.headers().get("authorization").ok().flatten();
+    let who = access(
+        presented.as_deref(),
+        config.status_token.as_deref(),
+        config.admin_token.as_deref(),
+    );
+    let method = req.method();
+    match decide(
+        AdminPath::of(subpath),
+        &method,
+        who,
+        config.admin_token.is_some(),
+    ) {
+        Answer::NotFound => plain(404, "not found"),
+        Answer::MethodNotAllowed(allow) => {
+            let res = plain(405, &format!("method not allowed; use {allow}"));
+            let _ = res.headers().set("allow", allow);
+            res
+        }
+        Answer::Unauthorized => {
+            let res = plain(401, "a valid bearer token is required");
+            let _ = res.headers().set("www-authenticate", "Bearer");
+            res
+        }
+        Answer::List => list(env).await,
+        Answer::Set(name) => set(req, name, isolate, env, ctx).await,
+    }
+}
+
+/// Every origin's override, as the checker has them.
+async fn list(env: &Env) -> web_sys::Response {
+    let Some(stub) = checker(env) else {
+        return no_checker();
+    };
+    match stub.fetch_with_str(CHECKER_BASE).await {
+        Ok(mut res) if res.status_code() == 200 => match res.text().await {
+            Ok(body) => json(200, &body),
+            Err(_) => unreachable_checker(),
+        },
+        _ => unreachable_checker(),
+    }
+}
+
+/// Checks a change and forwards it to the checker.
+async fn set(
+    req: &web_sys::Request,
+    name: &str,
+    isolate: &Rc<Isolate>,
+    env: &Env,
+    ctx: &Context,
+) -> web_sys::Response {
+    let Some(stub) = checker(env) else {
+        return no_checker();
+    };
+    if let Err(bad) = origin_index(&isolate.config, name) {
+        return json(400, &error_json(bad.field, &bad.problem).to_string());
+    }
+    let Some(body) = read_body(req).await else {
+        let problem = format!("is over {MAX_BODY_BYTES} bytes, or could not be read");
+        return json(400, &error_json("body", &problem).to_string());
+    };
+    if let Err(bad) = parse_change(&body) {
+        return json(400, &error_json(bad.field, &bad.problem).to_string());
+    }
+    // Built with web_sys: worker's RequestInit serializes its `cf`
+    // properties with serde, some 20 KB of Wasm for a body and a method.
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_body(&JsValue::from_str(&body));
+    let url = format!("{CHECKER_BASE}/{name}");
+    let Ok(forwarded) = web_sys::Request::new_with_str_and_init(&url, &init) else {
+        return unreachable_checker();
+    };
+    let Ok(mut res) = stub.fetch_with_request(Request::from(forwarded)).await else {
+        return unreachable_checker();
+    };
+    let status = res.status_code();
+    let snapshot = res.headers().get(SNAPSHOT_HEADER).ok().flatten();
+    let Ok(text) = res.text().await else {
+        return unreachable_checker();
+    };
+    if let Some(snapshot) = snapshot.filter(|_| status == 200) {
+        // This isolate routes by it now; the location's copy follows in the
+        // background.
+        location::adopt(isolate, &snapshot);
+        let isolate = Rc::clone(isolate);
+        ctx.wait_until(async move { location::share(&isolate, &snapshot).await });
+    }
+    json(status, &text)
+}
+
+fn checker(env: &Env) -> Option<worker::Stub> {
+    let namespace = env.durable_object(consult::BINDING).ok()?;
+    namespace
+        .id_from_name(consult::OBJECT_NAME)
+        .ok()?
+        .get_stub()
+        .ok()
+}
+
+fn no_checker() -> web_sys::Response {
+    plain(
+        503,
+        "the admin API needs the global checker: the HEALTH_CHECKER Durable Object binding is not configured",
+    )
+}
+
+fn unreachable_checker() -> web_sys::Response {
+    plain(503, "the global checker could not be reached; try again")
+}
+
+/// The body as text, at most MAX_BODY_BYTES; None for a longer or broken one.
+async fn read_body(req: &web_sys::Request) -> Option<String> {
+    let declared = req.headers().get("content-length").ok().flatten();
+    if declared
+        .and_then(|l| l.trim().parse::<usize>().ok())
+        .is_some_and(|l| l > MAX_BODY_BYTES)
+    {
+        return None;
+    }
+    let read = JsFuture::from(js_bridge::read_bounded_js(req, MAX_BODY_BYTES as f64)).await;
+    read.ok()?.as_string()
+}
+
+/// A JSON answer of ours, never cached.
+fn json(status: u16, body: &str) -> web_sys::Response {
+    let res = plain(status, body.trim_end());
+    let _ = res.headers().set("content-type", "application/json");
+    res
+}

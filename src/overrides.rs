@@ -1,0 +1,127 @@
+//! The checker's side of overrides: it is their one writer. It keeps them
+//! in its storage (they outlive the object's eviction and every deploy),
+//! applies an operator's change that an isolate forwarded (src/admin.rs),
+//! turns an expired one into `auto` at its next alarm, and hands them out
+//! with its verdicts (src/global.rs `Checker::snapshot`).
+//!
+//! Paths on the checker (only the Worker's own isolates reach it, through
+//! the binding):
+//! - `POST /overrides/{name}`: the operator's body, parsed again here with
+//!   the same function the isolate used; 200 with the stored override, and
+//!   the new answer for the isolates in `x-tunnel-failover-snapshot`.
+//! - `GET /overrides`: every origin's, as the admin API shows them.
+//! - anything else: the answer (verdicts and overrides, one line).
+
+use std::cell::RefCell;
+
+use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::overrides::api::{document, error_json, stored_json};
+use failover_core::edge::overrides::request::{origin_index, parse_change, BadInput};
+use failover_core::edge::overrides::wire::{decode_overrides, encode_overrides};
+use failover_core::edge::overrides::{Override, Overrides};
+use failover_core::edge::report;
+use worker::{Headers, Request, Response, Result, State};
+
+use crate::{clock, log};
+
+const STORAGE_KEY: &str = "overrides";
+
+/// The header the checker's answer to a change carries the new answer for
+/// the isolates in (src/admin.rs writes it to the location's cache).
+pub const SNAPSHOT_HEADER: &str = "x-tunnel-failover-snapshot";
+
+/// The stored overrides, for `config`'s origins (none if unreadable: a
+/// lost override is `auto`, which is where an operator starts from).
+pub async fn load(state: &State, config: &WorkerConfig) -> Overrides {
+    let stored: Option<String> = state.storage().get(STORAGE_KEY).await.ok().flatten();
+    stored.map_or_else(
+        || Overrides::none(config.origins.len()),
+        |text| decode_overrides(config, &text),
+    )
+}
+
+async fn save(state: &State, config: &WorkerConfig, overrides: &Overrides) -> Result<()> {
+    state
+        .storage()
+        .put(STORAGE_KEY, encode_overrides(config, overrides))
+        .await
+}
+
+/// A request to the checker; `snapshot` makes its answer as of an instant.
+pub async fn checker_fetch(
+    state: &State,
+    config: &WorkerConfig,
+    overrides: &RefCell<Overrides>,
+    snapshot: impl Fn(u64) -> String,
+    mut req: Request,
+) -> Result<Response> {
+    let now = clock::now_ms();
+    let path = req.path();
+    if path == "/overrides" {
+        return json(200, &document(config, &overrides.borrow(), now).to_string());
+    }
+    let Some(name) = path.strip_prefix("/overrides/") else {
+        return Response::ok(snapshot(now));
+    };
+    if req.inner().method() != "POST" {
+        return Response::error("POST only", 405);
+    }
+    let change = match req.text().await {
+        Ok(body) => origin_index(config, name).and_then(|i| Ok((i, parse_change(&body)?))),
+        Err(_) => Err(BadInput {
+            field: "body",
+            problem: "could not be read".to_string(),
+        }),
+    };
+    let (origin, change) = match change {
+        Ok(found) => found,
+        Err(bad) => return json(400, &error_json(bad.field, &bad.problem).to_string()),
+    };
+    let stored = change.at(now);
+    overrides.borrow_mut().set(origin, stored);
+    // Stored before the answer: an override the operator was told about
+    // survives the object's eviction.
+    let table = overrides.borrow().clone();
+    save(state, config, &table).await?;
+    changed(config, origin, &stored, "set");
+    let res = json(200, &stored_json(name, &stored, now, config).to_string())?;
+    res.headers().set(SNAPSHOT_HEADER, &snapshot(now))?;
+    Ok(res)
+}
+
+/// At each alarm: overrides whose TTL ran out become `auto`, stored and
+/// said once. (Isolates stop obeying them at the instant on their own
+/// clocks; this is for the record.)
+pub async fn expire(state: &State, config: &WorkerConfig, overrides: &RefCell<Overrides>) {
+    let now = clock::now_ms();
+    let expired = overrides.borrow_mut().expire(now);
+    if expired.is_empty() {
+        return;
+    }
+    let table = overrides.borrow().clone();
+    if let Err(e) = save(state, config, &table).await {
+        log::line(&report::shared_error("override storage", &e.to_string()));
+    }
+    for origin in expired {
+        if let Some(o) = table.get(origin) {
+            changed(config, origin, o, "expired");
+        }
+    }
+}
+
+/// An override changed (`reason`: "set" by an operator, or "expired"): the
+/// log line, and the one place the change becomes an event of the history
+/// and a notification: `failover_core::notify::Kind::Override`, about the
+/// origin `name`, at `o.set_at_ms`, with `o.describe()` as its reason.
+fn changed(config: &WorkerConfig, origin: usize, o: &Override, reason: &str) {
+    let name = config.origins.get(origin).map_or("?", |c| c.name.as_str());
+    log::line(&report::override_change(name, o, reason));
+}
+
+fn json(status: u16, body: &str) -> Result<Response> {
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    Ok(Response::ok(body)?
+        .with_status(status)
+        .with_headers(headers))
+}
