@@ -21,9 +21,13 @@
 //! - [`health`] (the isolate's origin health map), [`expect`] (which probe
 //!   statuses mean healthy), [`shared`] (verdicts shared through the colo
 //!   cache and the global checker).
+//! - [`events`]: a flip as an event for a person (`origin.down`,
+//!   `all.up`, ...), with its id and the site it names.
 //! - [`isolate`]: [`Isolate`], everything one isolate keeps between
 //!   requests, with when its periodic work is next due and the fast path's
 //!   lease.
+//! - [`checker`]: the global checker's machine (probe schedule, events,
+//!   history, flap guard, outbox), driven by its Durable Object.
 //! - [`report`]: log lines, the status document and its HTML page and
 //!   plain text.
 //!
@@ -33,10 +37,12 @@
 pub mod affinity;
 pub mod attempts;
 pub mod budget;
+pub mod checker;
 pub mod classify;
 pub mod config;
 pub mod cookies;
 pub mod det_math;
+pub mod events;
 pub mod expect;
 pub mod fnv;
 pub mod health;
