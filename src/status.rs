@@ -5,10 +5,11 @@
 //! any other.
 
 use failover_core::edge::report::negotiate::{self, Representation};
-use failover_core::edge::report::{self, page, text, BuildInfo};
+use failover_core::edge::report::{self, page, text, BuildInfo, EventsView};
 use failover_core::secret::bearer_matches;
-use worker::web_sys;
+use worker::{web_sys, Env};
 
+use crate::checker;
 use crate::isolate::Isolate;
 use crate::respond::plain;
 
@@ -20,8 +21,9 @@ const BUILD: BuildInfo<'static> = BuildInfo {
 /// The answer to a request `target::is_status_request` matched (the fast
 /// path's copy of that test is `upstreamUrl` in src/js/lease.mjs): 401
 /// without the right token, else the document in the representation the
-/// client's `Accept` prefers, never cached.
-pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
+/// client's `Accept` prefers, never cached. Its `events` are the global
+/// checker's when it can be asked, else this isolate's own.
+pub async fn answer(req: &web_sys::Request, isolate: &Isolate, env: &Env) -> web_sys::Response {
     let token = isolate.config.status_token.as_deref().unwrap_or("");
     let presented = req.headers().get("authorization").ok().flatten();
     if !bearer_matches(presented.as_deref(), token) {
@@ -36,6 +38,12 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate) -> web_sys::Response {
         crate::clock::now_ms(),
     );
     report::add_replay_buffer(&mut doc, &isolate.budget());
+    // Asked only once the token matched: no stranger makes us call the
+    // checker.
+    match checker::recent_events(env).await {
+        Some(events) => report::add_events(&mut doc, EventsView::Global, &events),
+        None => report::add_events(&mut doc, EventsView::Isolate, &isolate.recent_changes()),
+    }
     let accept = req.headers().get("accept").ok().flatten();
     let res = match negotiate::representation(accept.as_deref()) {
         Representation::Html => {

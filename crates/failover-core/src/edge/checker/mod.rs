@@ -246,8 +246,10 @@ impl Checker {
     }
 
     /// The deliveries to try now, oldest first (what the flap guard held
-    /// back and now lets go is queued first).
-    pub fn take_deliveries(&mut self, now_ms: u64) -> Vec<Delivery> {
+    /// back and now lets go is queued first); each is out for at most
+    /// `lease` (longer than a try can take), and must be answered with
+    /// [`Checker::settle`].
+    pub fn take_deliveries(&mut self, now_ms: u64, lease: Duration) -> Vec<Delivery> {
         let released = self.guard.take_due(now_ms);
         if !released.is_empty() {
             self.meta_dirty = true;
@@ -256,7 +258,7 @@ impl Checker {
             let seq = self.ids.take_number();
             self.queue(seq, &event, now_ms);
         }
-        self.outbox.due(now_ms)
+        self.outbox.take_due(now_ms, lease)
     }
 
     /// The answer to a try of delivery `key` (`status`: None when there was
@@ -274,6 +276,12 @@ impl Checker {
             }
         }
         Some(settled)
+    }
+
+    /// Gives back a delivery [`Checker::take_deliveries`] handed out and
+    /// the shell did not try (its receiver failed an older one first).
+    pub fn release(&mut self, key: &str) {
+        self.outbox.release(key);
     }
 
     /// When the shell's alarm must next fire: a probe, a delivery or the
@@ -325,6 +333,33 @@ impl Checker {
         }
         std::mem::take(&mut self.writes)
     }
+}
+
+/// A query parameter of a request an isolate sent the checker, as written:
+/// the values it sends (an origin name, a host name) need no decoding, and
+/// anything encoded fails their validation. The shell uses this and not a
+/// URL parser, which would cost the Worker's Wasm ~100 KB of tables.
+pub fn query_param<'a>(url: &'a str, name: &str) -> Option<&'a str> {
+    let query = url.split_once('?')?.1;
+    let query = query.split('#').next().unwrap_or("");
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// The checker's answer to an isolate asking for its events (the status
+/// page): a JSON array of events, newest first.
+pub fn events_text<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
+    serde_json::Value::Array(events.into_iter().map(Event::to_json).collect()).to_string()
+}
+
+/// Reads [`events_text`]; rows that do not parse are skipped, anything
+/// else is no events.
+pub fn parse_events(text: &str) -> Vec<Event> {
+    let rows: Vec<serde_json::Value> = serde_json::from_str(text).unwrap_or_default();
+    rows.iter().filter_map(Event::from_json).collect()
 }
 
 #[cfg(test)]

@@ -5,12 +5,16 @@
 //! least once: a receiver drops duplicates by the event's `id`. A receiver
 //! that fails holds back its other deliveries until its retry, so a dead
 //! receiver costs one attempt per backoff step, not one per event, and a
-//! live one gets its events in order.
+//! live one gets its events in order. Tries run beside the probes, not in
+//! their way: a delivery handed out is *out* (no one else tries it, nor
+//! anything else for its receiver) until its answer is settled or its
+//! lease ends (the try was lost with the object; it is tried again).
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::edge::time::after;
 use crate::notify::retry::{next_try_ms, outcome, Outcome};
 use crate::notify::Event;
 
@@ -88,6 +92,9 @@ pub enum Settled {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outbox {
     rows: Vec<Delivery>,
+    /// Deliveries being tried, by key, with when their lease ends. Memory
+    /// only: a try lost with the object is simply tried again.
+    out: Vec<(String, u64)>,
 }
 
 /// The storage key of queue number `seq`'s delivery to `webhook`.
@@ -99,7 +106,10 @@ impl Outbox {
     /// The outbox as stored.
     pub fn restore(mut rows: Vec<Delivery>) -> Outbox {
         rows.sort_by(|a, b| a.key.cmp(&b.key));
-        Outbox { rows }
+        Outbox {
+            rows,
+            out: Vec::new(),
+        }
     }
 
     /// Queues `event` for every receiver, due now, as queue number `seq`
@@ -128,13 +138,38 @@ impl Outbox {
         new
     }
 
-    /// The deliveries due at `now_ms`, oldest event first.
-    pub fn due(&self, now_ms: u64) -> Vec<Delivery> {
-        self.rows
+    /// Hands out the deliveries due at `now_ms`, oldest first, each out
+    /// for at most `lease`. A receiver gets its deliveries in order: none
+    /// while one of its own is out, and none after one of its own that is
+    /// not due yet (a newer event never overtakes a retried older one).
+    pub fn take_due(&mut self, now_ms: u64, lease: Duration) -> Vec<Delivery> {
+        self.out.retain(|(_, until)| *until > now_ms);
+        let mut blocked: Vec<&str> = self
+            .out
             .iter()
-            .filter(|d| d.next_ms <= now_ms)
-            .cloned()
-            .collect()
+            .filter_map(|(key, _)| self.rows.iter().find(|d| d.key == *key))
+            .map(|d| d.webhook.as_str())
+            .collect();
+        let mut due = Vec::new();
+        for row in &self.rows {
+            if blocked.contains(&row.webhook.as_str()) {
+                continue;
+            }
+            if row.next_ms > now_ms {
+                blocked.push(&row.webhook);
+                continue;
+            }
+            due.push(row.clone());
+        }
+        let until = after(now_ms, lease);
+        self.out.extend(due.iter().map(|d| (d.key.clone(), until)));
+        due
+    }
+
+    /// Gives back a delivery handed out but not tried (its receiver failed
+    /// an older one first): due as it was, for the next hand-out.
+    pub fn release(&mut self, key: &str) {
+        self.out.retain(|(k, _)| k != key);
     }
 
     /// Records the answer to a try of `key` (`status`: None when there was
@@ -147,6 +182,7 @@ impl Outbox {
         status: Option<u16>,
         now_ms: u64,
     ) -> Option<(Settled, Vec<Delivery>)> {
+        self.out.retain(|(k, _)| k != key);
         let at = self.rows.iter().position(|d| d.key == key)?;
         let settled = match outcome(status) {
             Outcome::Delivered => Settled::Delivered,
@@ -181,12 +217,20 @@ impl Outbox {
     pub fn drop_row(&mut self, key: &str) -> bool {
         let before = self.rows.len();
         self.rows.retain(|d| d.key != key);
+        self.out.retain(|(k, _)| k != key);
         self.rows.len() != before
     }
 
-    /// When the next delivery is due; None when the outbox is empty.
+    /// When the next delivery is due (a delivery out counts from the end
+    /// of its lease); None when the outbox is empty.
     pub fn next_due_ms(&self) -> Option<u64> {
-        self.rows.iter().map(|d| d.next_ms).min()
+        self.rows
+            .iter()
+            .map(|d| {
+                let out = self.out.iter().find(|(k, _)| *k == d.key);
+                out.map_or(d.next_ms, |(_, until)| d.next_ms.max(*until))
+            })
+            .min()
     }
 
     /// How many deliveries wait.
@@ -205,6 +249,51 @@ mod tests {
     use super::*;
     use crate::notify::event::tests::down;
 
+    const LEASE: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn a_newer_event_never_overtakes_a_retried_older_one() {
+        let mut out = Outbox::default();
+        out.enqueue(1, &down("e-1", "primary", 0), &hooks(), 0);
+        assert_eq!(out.take_due(0, LEASE).len(), 2);
+        out.settle(&key(1, "SLACK_URL"), Some(500), 10);
+        out.settle(&key(1, "HOOK_URL"), Some(200), 10);
+        out.enqueue(2, &down("e-2", "replica", 0), &hooks(), 20);
+        let due: Vec<String> = out.take_due(20, LEASE).into_iter().map(|d| d.key).collect();
+        assert_eq!(
+            due,
+            [key(2, "HOOK_URL")],
+            "SLACK waits for its retry of e-1"
+        );
+        out.settle(&key(2, "HOOK_URL"), Some(200), 30);
+        let due: Vec<String> = out
+            .take_due(2_010, LEASE)
+            .into_iter()
+            .map(|d| d.key)
+            .collect();
+        assert_eq!(due, [key(1, "SLACK_URL"), key(2, "SLACK_URL")]);
+        // The first fails again: the second, handed out but not tried, is
+        // given back and waits behind it.
+        out.settle(&key(1, "SLACK_URL"), Some(500), 2_020);
+        out.release(&key(2, "SLACK_URL"));
+        assert!(out.take_due(2_030, LEASE).is_empty());
+        assert_eq!(out.next_due_ms(), Some(6_020));
+    }
+
+    #[test]
+    fn a_receiver_with_a_try_out_gets_nothing_else_until_it_settles() {
+        let mut out = Outbox::default();
+        out.enqueue(1, &down("e-1", "primary", 0), &hooks()[..1], 0);
+        assert_eq!(out.take_due(0, LEASE).len(), 1);
+        out.enqueue(2, &down("e-2", "primary", 0), &hooks()[..1], 10);
+        assert!(
+            out.take_due(10, LEASE).is_empty(),
+            "in order, one at a time"
+        );
+        out.settle(&key(1, "SLACK_URL"), Some(200), 20);
+        assert_eq!(out.take_due(20, LEASE)[0].event.id, "e-2");
+    }
+
     fn hooks() -> Vec<String> {
         vec!["SLACK_URL".into(), "HOOK_URL".into()]
     }
@@ -215,11 +304,20 @@ mod tests {
         let new = out.enqueue(10, &down("e-10", "primary", 0), &hooks(), 100);
         assert_eq!(new.len(), 2);
         out.enqueue(9, &down("e-9", "primary", 0), &hooks(), 100);
-        let due = out.due(100);
+        assert!(out.take_due(99, LEASE).is_empty());
+        let due = out.take_due(100, LEASE);
         assert_eq!(due.len(), 4);
         assert_eq!(due[0].event.id, "e-9", "by number, not by text");
-        assert_eq!(out.next_due_ms(), Some(100));
-        assert!(out.due(99).is_empty());
+        assert!(
+            out.take_due(100, LEASE).is_empty(),
+            "out: not handed out twice"
+        );
+        assert_eq!(out.next_due_ms(), Some(100 + 5_000), "the lease's end");
+        assert_eq!(
+            out.take_due(5_100, LEASE).len(),
+            4,
+            "a lost try is tried again"
+        );
     }
 
     #[test]
@@ -232,7 +330,7 @@ mod tests {
         assert_eq!(settled, Settled::Retry { at_ms: 2_010 });
         assert_eq!(changed.len(), 2, "its own row and the receiver's next");
         assert!(changed.iter().all(|d| d.next_ms == 2_010));
-        let due: Vec<String> = out.due(10).into_iter().map(|d| d.key).collect();
+        let due: Vec<String> = out.take_due(10, LEASE).into_iter().map(|d| d.key).collect();
         assert_eq!(due, [key(1, "HOOK_URL"), key(2, "HOOK_URL")]);
         let taken = key(1, "HOOK_URL");
         assert_eq!(
@@ -273,6 +371,9 @@ mod tests {
         assert_eq!(Delivery::from_json("k", &json!({"webhook": 1})), None);
         assert!(out.drop_row(&row.key));
         assert!(!out.drop_row(&row.key));
-        assert_eq!(Outbox::restore(vec![row.clone()]).due(5), vec![row]);
+        assert_eq!(
+            Outbox::restore(vec![row.clone()]).take_due(5, LEASE),
+            vec![row]
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The checker on a simulated clock, with its storage as a map.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::outbox::Settled;
 use super::stored::{Restored, Writes, EVENT_PREFIX, OUTBOX_PREFIX};
@@ -73,7 +74,7 @@ fn wake(
     }
     c.probes_done(now);
     let mut delivered = Vec::new();
-    for d in c.take_deliveries(now) {
+    for d in c.take_deliveries(now, Duration::from_secs(10)) {
         if c.settle(&d.key, status, now) == Some(Settled::Delivered) {
             delivered.push(d);
         }
@@ -360,4 +361,30 @@ fn a_counter_lost_with_its_events_kept_never_reuses_a_key() {
         |_| None,
     );
     assert_eq!(store.count(EVENT_PREFIX), 2, "the down kept, the up added");
+}
+
+#[test]
+fn events_cross_to_isolates_as_json_and_junk_is_skipped() {
+    let mut store = Storage::default();
+    let mut c = Checker::new(&config(false, 0), Restored::default(), 0);
+    let dead = |_now: u64, o: usize| (o == 0).then_some(Failure::Refused);
+    run(&mut c, &mut store, 0, 20_000, dead, |_| None);
+    let text = events_text(c.recent(50));
+    assert_eq!(
+        parse_events(&text),
+        c.recent(50).cloned().collect::<Vec<_>>()
+    );
+    assert_eq!(parse_events("[1, {\"id\": 2}]"), vec![]);
+    assert_eq!(parse_events("not json"), vec![]);
+}
+
+#[test]
+fn query_params_as_written() {
+    let url = "https://health-checker.internal/suspect?origin=primary&site=www.example.com#x";
+    assert_eq!(query_param(url, "origin"), Some("primary"));
+    assert_eq!(query_param(url, "site"), Some("www.example.com"));
+    assert_eq!(query_param(url, "none"), None);
+    assert_eq!(query_param("https://h/verdicts", "site"), None);
+    assert_eq!(query_param("https://h/v?site", "site"), None);
+    assert_eq!(query_param("https://h/v?site=", "site"), Some(""));
 }
