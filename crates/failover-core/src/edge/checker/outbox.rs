@@ -221,16 +221,35 @@ impl Outbox {
         self.rows.len() != before
     }
 
-    /// When the next delivery is due (a delivery out counts from the end
-    /// of its lease); None when the outbox is empty.
+    /// When the next hand-out can give something: for each receiver, its
+    /// oldest delivery decides (the others wait behind it), at its retry
+    /// time, or at its lease's end while it is out (its answer usually
+    /// comes first). None when the outbox is empty. Never "now" for a
+    /// receiver that cannot be given anything now, so the alarm never spins.
     pub fn next_due_ms(&self) -> Option<u64> {
-        self.rows
-            .iter()
-            .map(|d| {
-                let out = self.out.iter().find(|(k, _)| *k == d.key);
-                out.map_or(d.next_ms, |(_, until)| d.next_ms.max(*until))
-            })
-            .min()
+        let mut seen: Vec<&str> = Vec::new();
+        let mut next: Option<u64> = None;
+        for row in &self.rows {
+            if seen.contains(&row.webhook.as_str()) {
+                continue;
+            }
+            seen.push(&row.webhook);
+            // Out rows are always a receiver's oldest: hand-outs are in
+            // order and the untried are given back.
+            let out = self
+                .out
+                .iter()
+                .filter(|(key, _)| {
+                    self.rows
+                        .iter()
+                        .any(|d| d.key == *key && d.webhook == row.webhook)
+                })
+                .map(|(_, until)| *until)
+                .max();
+            let due = out.map_or(row.next_ms, |until| until.max(row.next_ms));
+            next = Some(next.map_or(due, |n| n.min(due)));
+        }
+        next
     }
 
     /// How many deliveries wait.
