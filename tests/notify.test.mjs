@@ -86,12 +86,13 @@ test("an outage in four formats: one origin.down and one origin.up each, the jso
     HEALTH_FALL: "2",
     HEALTH_RISE: "2",
     NOTIFY_MIN_INTERVAL_S: "1",
-    NOTIFY: JSON.stringify([
+    // As wrangler.toml's [vars] hands it over: an array, not a string.
+    NOTIFY: [
       { format: "json", url_var: "HOOK_JSON", secret_var: "HOOK_KEY" },
       { format: "slack", url_var: "HOOK_SLACK" },
       { format: "discord", url_var: "HOOK_DISCORD" },
       { format: "ntfy", url_var: "HOOK_NTFY" },
-    ]),
+    ],
     HOOK_JSON: r.url("/json"),
     HOOK_KEY: KEY,
     HOOK_SLACK: r.url("/slack"),
