@@ -198,15 +198,16 @@ fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
 
 /// The periodic work a fast-path request found due (src/js/entry.mjs runs
 /// this in `ctx.waitUntil`, after its attempt is on its way): checker
-/// consultation, due probes, the colo read. Resolves to when work is next
-/// due, for the lease (`workDue` in lease.mjs).
+/// consultation, due probes, the colo read. `url` is the request's (the
+/// checker learns the public hostname from it). Resolves to when work is
+/// next due, for the lease (`workDue` in lease.mjs).
 #[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
-pub async fn periodic_work(env: Env, ctx: worker::worker_sys::Context) -> f64 {
+pub async fn periodic_work(env: Env, ctx: worker::worker_sys::Context, url: String) -> f64 {
     let Loaded::Ready(isolate) = isolate::load(&env) else {
         return f64::INFINITY;
     };
     let ctx = Context::new(ctx);
-    crate::periodic::run(&isolate, &env, &ctx).await;
+    crate::periodic::run(&isolate, &env, &ctx, &url).await;
     isolate.next_due_ms() as f64
 }
 

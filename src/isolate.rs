@@ -11,13 +11,14 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use failover_core::edge::budget::ReplayBudget;
-use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::config::{ConfigError, WorkerConfig, CHECKER_BINDING};
 use failover_core::edge::consult;
-use failover_core::edge::health::HealthMap;
+use failover_core::edge::health::{HealthMap, Transition};
 use failover_core::edge::isolate::{Lease, LeaseAfter};
 use failover_core::edge::overrides::{Overrides, Standing};
 use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
+use failover_core::notify::Event;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, Env};
 
@@ -69,8 +70,29 @@ impl Isolate {
             health.adopt(origin, verdict, source, clock::now_ms(), max_age)
         });
         if let Some(change) = change {
-            log::line(&report::health_change(&self.config, &change));
+            self.flipped(&change);
         }
+    }
+
+    /// A flip of this isolate's map, whatever caused it: logged, and kept
+    /// for the status page (its own view, when there is no checker). It
+    /// notifies nobody: only the global checker does.
+    pub fn flipped(&self, change: &Transition) {
+        log::line(&report::health_change(&self.config, change));
+        self.state
+            .borrow_mut()
+            .record_change(change, clock::now_ms());
+    }
+
+    /// This isolate's last flips, newest first.
+    pub fn recent_changes(&self) -> Vec<Event> {
+        self.state.borrow().recent_changes().cloned().collect()
+    }
+
+    /// True when a failure of `origin` on live traffic is to be reported
+    /// to the global checker now (at most every few seconds per origin).
+    pub fn take_checker_report(&self, origin: usize, now_ms: u64) -> bool {
+        self.state.borrow_mut().take_checker_report(origin, now_ms)
     }
 
     /// The fast path's lease, if any origin is up (`edge::Isolate::lease`),
@@ -94,7 +116,7 @@ impl Isolate {
             }
             let change = self.change_health(|h| h.answered_after_shared(origin, seen as u64));
             if let Some(change) = change {
-                log::line(&report::health_change(&self.config, &change));
+                self.flipped(&change);
             }
         }
     }
@@ -234,7 +256,7 @@ pub fn load(env: &Env) -> Loaded {
     if let Some(loaded) = LOADED.with(|cell| cell.borrow().clone()) {
         return loaded;
     }
-    let loaded = match WorkerConfig::from_vars(|name| var_text(env, name)) {
+    let loaded = match read_config(env) {
         Ok(config) => {
             let mut state = failover_core::edge::Isolate::new(&config);
             // The checker's id names the location's copy of its answer: one
@@ -265,6 +287,18 @@ fn checker_id(env: &Env) -> Option<String> {
     let namespace = env.durable_object(consult::BINDING).ok()?;
     let id = namespace.id_from_name(consult::OBJECT_NAME).ok()?;
     Some(id.to_string())
+}
+
+/// The config from `env`'s vars and secrets, and whether the global
+/// checker's binding exists (`NOTIFY` needs it). The isolates and the
+/// checker read it alike.
+pub fn read_config(env: &Env) -> Result<WorkerConfig, ConfigError> {
+    WorkerConfig::from_vars(|name| {
+        if name == CHECKER_BINDING {
+            return env.durable_object(name).ok().map(|_| "bound".to_string());
+        }
+        var_text(env, name)
+    })
 }
 
 /// A var's value as text (a setting, or the secret an origin's

@@ -1,8 +1,9 @@
 //! Every JS function the Rust shell imports, in one leaf module: the lease
 //! (src/js/lease.mjs), silence (src/js/silence.mjs), the attempt
-//! (src/js/attempt.mjs), the colo read and a timer (src/js/colo.mjs) and
-//! the admin API's bounded body read (src/js/admin.mjs). Nothing here
-//! depends on the rest of the shell.
+//! (src/js/attempt.mjs), the colo read and a timer (src/js/colo.mjs), the
+//! admin API's bounded body read (src/js/admin.mjs) and the checker's
+//! deliveries (src/js/notify.mjs). Nothing here depends on the rest of the
+//! shell.
 
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
@@ -63,5 +64,23 @@ extern "C" {
         url: &str,
         timeout_ms: u32,
         headers: Option<&web_sys::Headers>,
+    ) -> js_sys::Promise;
+}
+
+// The global checker's deliveries (src/checker/deliver.rs); never on a
+// request's path.
+#[wasm_bindgen(module = "/src/js/notify.mjs")]
+extern "C" {
+    /// HMAC-SHA256 of `body` under `secret` (WebCrypto): resolves to the
+    /// MAC's bytes (a `Uint8Array`).
+    pub fn hmac_sha256(secret: &str, body: &str) -> js_sys::Promise;
+    /// POSTs `body` to `url`: resolves to the answer's status, or 0 when
+    /// none came within `timeout_ms`; never rejects, never follows a
+    /// redirect, never reads the answer's body.
+    pub fn post_js(
+        url: &str,
+        body: &str,
+        headers: &web_sys::Headers,
+        timeout_ms: u32,
     ) -> js_sys::Promise;
 }

@@ -2,7 +2,7 @@
 //! in its storage (they outlive the object's eviction and every deploy),
 //! applies an operator's change that an isolate forwarded (src/admin.rs),
 //! turns an expired one into `auto` at its next alarm, and hands them out
-//! with its verdicts (src/global.rs `Checker::snapshot`).
+//! with its verdicts (src/checker/probes.rs `Checker::snapshot`).
 //!
 //! Paths on the checker (only the Worker's own isolates reach it, through
 //! the binding):
@@ -10,7 +10,8 @@
 //!   the same function the isolate used; 200 with the stored override, and
 //!   the new answer for the isolates in `x-tunnel-failover-snapshot`.
 //! - `GET /overrides`: every origin's, as the admin API shows them.
-//! - anything else: the answer (verdicts and overrides, one line).
+//!
+//! The checker answers every other path itself (src/checker/object.rs).
 
 use std::cell::RefCell;
 
@@ -47,24 +48,24 @@ async fn save(state: &State, config: &WorkerConfig, overrides: &Overrides) -> Re
         .await
 }
 
-/// A request to the checker; `snapshot` makes its answer as of an instant.
+/// A request to the checker under `/overrides`; `snapshot` makes its
+/// answer as of an instant. With the answer, the origin whose override
+/// changed, if one did (the caller records the event).
 pub async fn checker_fetch(
     state: &State,
     config: &WorkerConfig,
     overrides: &RefCell<Overrides>,
     snapshot: impl Fn(u64) -> String,
     mut req: Request,
-) -> Result<Response> {
+) -> Result<(Response, Option<usize>)> {
     let now = clock::now_ms();
     let path = req.path();
-    if path == "/overrides" {
-        return json(200, &document(config, &overrides.borrow(), now).to_string());
-    }
     let Some(name) = path.strip_prefix("/overrides/") else {
-        return Response::ok(snapshot(now));
+        let list = document(config, &overrides.borrow(), now).to_string();
+        return Ok((json(200, &list)?, None));
     };
     if req.inner().method() != "POST" {
-        return Response::error("POST only", 405);
+        return Ok((Response::error("POST only", 405)?, None));
     }
     let change = match req.text().await {
         Ok(body) => origin_index(config, name).and_then(|i| Ok((i, parse_change(&body)?))),
@@ -75,7 +76,10 @@ pub async fn checker_fetch(
     };
     let (origin, change) = match change {
         Ok(found) => found,
-        Err(bad) => return json(400, &error_json(bad.field, &bad.problem).to_string()),
+        Err(bad) => {
+            let body = error_json(bad.field, &bad.problem).to_string();
+            return Ok((json(400, &body)?, None));
+        }
     };
     let stored = change.at(now);
     overrides.borrow_mut().set(origin, stored);
@@ -86,33 +90,38 @@ pub async fn checker_fetch(
     changed(config, origin, &stored, "set");
     let res = json(200, &stored_json(name, &stored, now, config).to_string())?;
     res.headers().set(SNAPSHOT_HEADER, &snapshot(now))?;
-    Ok(res)
+    Ok((res, Some(origin)))
 }
 
 /// At each alarm: overrides whose TTL ran out become `auto`, stored and
-/// said once. (Isolates stop obeying them at the instant on their own
+/// said once; the origins whose override ran out, for the caller to
+/// record. (Isolates stop obeying them at the instant on their own
 /// clocks; this is for the record.)
-pub async fn expire(state: &State, config: &WorkerConfig, overrides: &RefCell<Overrides>) {
+pub async fn expire(
+    state: &State,
+    config: &WorkerConfig,
+    overrides: &RefCell<Overrides>,
+) -> Vec<usize> {
     let now = clock::now_ms();
     let expired = overrides.borrow_mut().expire(now);
     if expired.is_empty() {
-        return;
+        return expired;
     }
     let table = overrides.borrow().clone();
     if let Err(e) = save(state, config, &table).await {
         log::line(&report::shared_error("override storage", &e.to_string()));
     }
-    for origin in expired {
+    for &origin in &expired {
         if let Some(o) = table.get(origin) {
             changed(config, origin, o, "expired");
         }
     }
+    expired
 }
 
 /// An override changed (`reason`: "set" by an operator, or "expired"): the
-/// log line, and the one place the change becomes an event of the history
-/// and a notification: `failover_core::notify::Kind::Override`, about the
-/// origin `name`, at `o.set_at_ms`, with `o.describe()` as its reason.
+/// log line. (The event of the history and the notification are the
+/// checker's: src/checker/object.rs records them.)
 fn changed(config: &WorkerConfig, origin: usize, o: &Override, reason: &str) {
     let name = config.origins.get(origin).map_or("?", |c| c.name.as_str());
     log::line(&report::override_change(name, o, reason));

@@ -18,11 +18,12 @@ use crate::{checker, clock, colo, consult, probe};
 
 /// Starts whatever work is due for a request on the full path: in the
 /// background, unless no origin is up (then the colo read is awaited).
-pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
+/// `url` is the request's (the checker learns the public hostname from it).
+pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context, url: &str) {
     isolate.reconsider_shared_downs();
     let now = clock::now_ms();
     isolate.tick_overrides(now);
-    checker::consult_if_due(ctx, env, isolate, now);
+    checker::consult_if_due(ctx, env, isolate, now, url);
     probe::start_due(ctx, isolate, now);
     if !isolate.colo_read_due(now) {
         return;
@@ -41,11 +42,11 @@ pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
 }
 
 /// All of it, for a caller already in the background (the fast path's
-/// `periodic_work`).
-pub async fn run(isolate: &Rc<Isolate>, env: &Env, ctx: &Context) {
+/// `periodic_work`, with its request's `url`).
+pub async fn run(isolate: &Rc<Isolate>, env: &Env, ctx: &Context, url: &str) {
     let now = clock::now_ms();
     isolate.tick_overrides(now);
-    checker::consult_if_due(ctx, env, isolate, now);
+    checker::consult_if_due(ctx, env, isolate, now, url);
     probe::start_due(ctx, isolate, now);
     read_colo(isolate, env, now).await;
 }

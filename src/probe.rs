@@ -5,12 +5,11 @@
 use std::rc::Rc;
 
 use failover_core::edge::classify::Failure;
-use failover_core::edge::report;
 use futures_util::future::join_all;
-use worker::Context;
+use worker::{Context, Env};
 
 use crate::isolate::Isolate;
-use crate::{clock, colo, forward, log};
+use crate::{checker, clock, colo, forward};
 
 /// Starts the probes that are due, if any. Costs one pass over the map when
 /// none is.
@@ -32,12 +31,22 @@ pub fn start_due(ctx: &Context, isolate: &Rc<Isolate>, now_ms: u64) {
 /// An app answered a client with a 5xx of its own (`app_error`): probe the
 /// origin's health path now, in the background, and mark it down only if
 /// the probe agrees (`HealthMap::take_confirmation` limits this to one
-/// probe per origin at a time and per second).
-pub fn confirm(ctx: &Context, isolate: &Rc<Isolate>, origin: usize, app_error: Failure) {
+/// probe per origin at a time and per second). A probe that agrees is
+/// evidence on live traffic: the global checker hears of it at once.
+pub fn confirm(
+    ctx: &Context,
+    env: &Env,
+    isolate: &Rc<Isolate>,
+    origin: usize,
+    app_error: Failure,
+    url: &str,
+) {
     if !isolate.change_health(|h| h.take_confirmation(origin, clock::now_ms())) {
         return;
     }
     let isolate = Rc::clone(isolate);
+    let env = env.clone();
+    let url = url.to_owned();
     ctx.wait_until(async move {
         let result = match isolate.config.origins.get(origin) {
             Some(target) => forward::probe(target, isolate.config.attempt_timeout_ms).await,
@@ -46,8 +55,11 @@ pub fn confirm(ctx: &Context, isolate: &Rc<Isolate>, origin: usize, app_error: F
         let change = isolate
             .change_health(|h| h.record_confirmation(origin, app_error, result, clock::now_ms()));
         if let Some(change) = &change {
-            log::line(&report::health_change(&isolate.config, change));
+            isolate.flipped(change);
             colo::write(&isolate, origin).await;
+            if let Some(report) = checker::report(&env, &isolate, origin, &url) {
+                report.await;
+            }
         }
     });
 }
@@ -59,7 +71,7 @@ async fn probe(isolate: Rc<Isolate>, origin: usize) {
     let result = forward::probe(target, isolate.config.attempt_timeout_ms).await;
     let change = isolate.change_health(|h| h.record_probe(origin, result, clock::now_ms()));
     if let Some(change) = &change {
-        log::line(&report::health_change(&isolate.config, change));
+        isolate.flipped(change);
     }
     // Share a flip, and keep re-confirming a "down" so isolates that start
     // later in this location skip the dead origin too.

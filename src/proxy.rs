@@ -36,13 +36,13 @@ pub async fn proxy(
     let config = &isolate.config;
     let url = req.url();
     let now = clock::now_ms();
-    periodic::start(isolate, env, ctx).await;
+    periodic::start(isolate, env, ctx, &url).await;
     let status_path = config
         .status_token
         .as_ref()
         .map(|_| config.status_path.as_str());
     if is_status_request(&url, &req.method(), status_path) {
-        return status::answer(&req, isolate, checker::configured(env));
+        return status::answer(&req, isolate, env).await;
     }
     if let Some(subpath) = reserved_subpath(&url, config.reserved_path()) {
         // Boxed: the admin API's state stays out of every request's future.
@@ -128,14 +128,17 @@ pub async fn proxy(
         if origin_at_fault && failure.is_app_error() {
             // One page's 5xx is not a verdict: a probe of the health path
             // decides (in the background, at most one per origin at a time).
-            probe::confirm(ctx, isolate, current, failure);
+            probe::confirm(ctx, env, isolate, current, failure, &url);
         } else if origin_at_fault {
             let change =
                 isolate.change_health(|h| h.record_failure(current, failure, clock::now_ms()));
             if let Some(change) = change {
-                log::line(&failover_core::edge::report::health_change(config, &change));
+                isolate.flipped(&change);
                 colo::publish(ctx, isolate, current);
             }
+            // Evidence on live traffic: the global checker probes at once
+            // (at most every few seconds per origin from this isolate).
+            checker::report_failure(ctx, env, isolate, current, &url);
         }
         let next = attempts.after_failure(failure);
         log::attempt_failed(config, current, &method, failure, &next);

@@ -7,10 +7,11 @@
 //! would end up in logs and browser history.
 
 use failover_core::edge::report::negotiate::{self, Representation};
-use failover_core::edge::report::{self, page, text, BuildInfo};
+use failover_core::edge::report::{self, page, text, BuildInfo, EventsView};
 use failover_core::secret::bearer_or_basic_matches;
-use worker::web_sys;
+use worker::{web_sys, Env};
 
+use crate::checker;
 use crate::isolate::Isolate;
 use crate::respond::plain;
 
@@ -22,9 +23,10 @@ const BUILD: BuildInfo<'static> = BuildInfo {
 /// The answer to a request `target::is_status_request` matched (the fast
 /// path's copy of that test is `upstreamUrl` in src/js/lease.mjs): 401
 /// without the right token, else the document in the representation the
-/// client's `Accept` prefers, never cached. `global_health`: whether the
-/// global checker's binding exists (the page says so).
-pub fn answer(req: &web_sys::Request, isolate: &Isolate, global_health: bool) -> web_sys::Response {
+/// client's `Accept` prefers, never cached. Its `events` are the global
+/// checker's when it can be asked, else this isolate's own; the page says
+/// whether the global checker's binding exists.
+pub async fn answer(req: &web_sys::Request, isolate: &Isolate, env: &Env) -> web_sys::Response {
     let token = isolate.config.status_token.as_deref().unwrap_or("");
     let presented = req.headers().get("authorization").ok().flatten();
     let accept = req.headers().get("accept").ok().flatten();
@@ -49,13 +51,19 @@ pub fn answer(req: &web_sys::Request, isolate: &Isolate, global_health: bool) ->
         crate::clock::now_ms(),
     );
     report::add_replay_buffer(&mut doc, &isolate.budget());
-    report::add_global_health(&mut doc, global_health);
+    report::add_global_health(&mut doc, checker::configured(env));
     report::add_overrides(
         &mut doc,
         &isolate.config,
         &isolate.overrides(),
         crate::clock::now_ms(),
     );
+    // Asked only once the token matched: no stranger makes us call the
+    // checker.
+    match checker::recent_events(env).await {
+        Some(events) => report::add_events(&mut doc, EventsView::Global, &events),
+        None => report::add_events(&mut doc, EventsView::Isolate, &isolate.recent_changes()),
+    }
     let res = match representation {
         Representation::Html => {
             let res = plain(200, &page::html(&doc));

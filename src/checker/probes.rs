@@ -1,87 +1,51 @@
-//! The checker's own state, built once per object from `[vars]` and the
-//! verdicts it stored (they survive the object being evicted between
-//! alarms), and one round of probes over every origin.
+//! The checker's state in its Durable Object: the config, and the pure
+//! machine (`failover_core::edge::checker::Checker`) in a `RefCell`, never
+//! borrowed across an `.await` (isolates' requests interleave with the
+//! alarm at every await); and the probes the machine asks for.
 
-use std::cell::{Cell, RefCell};
-use std::time::Duration;
+use std::cell::RefCell;
 
+use failover_core::edge::checker::stored::Restored;
 use failover_core::edge::config::WorkerConfig;
-use failover_core::edge::health::HealthMap;
 use failover_core::edge::overrides::wire::Snapshot;
 use failover_core::edge::overrides::Overrides;
 use failover_core::edge::report;
-use failover_core::edge::shared::{decode_map, encode_map, Source};
 use futures_util::future::join_all;
 
 use crate::{clock, forward, log};
 
 pub struct Checker {
     pub config: WorkerConfig,
-    health: RefCell<HealthMap>,
-    /// When the last round of probes finished.
-    confirmed_ms: Cell<u64>,
+    pub machine: RefCell<failover_core::edge::checker::Checker>,
     /// Operators' overrides (src/overrides.rs); the checker is their one
     /// writer.
     pub overrides: RefCell<Overrides>,
 }
 
 impl Checker {
-    /// The checker for `config`, with the verdicts it stored last (`stored`,
-    /// as [`Checker::verdicts`] wrote them), if any.
-    pub fn new(config: WorkerConfig, stored: Option<String>, overrides: Overrides) -> Checker {
-        let mut health = HealthMap::new(
-            config.origins.len(),
-            config.health_rise,
-            config.health_fall,
-            Duration::from_millis(config.health_interval_ms),
-        );
-        let mut confirmed_ms = 0;
-        if let Some(stored) = stored {
-            for (name, verdict) in decode_map(&stored) {
-                if let Some(i) = config.origins.iter().position(|o| o.name == name) {
-                    health.adopt(
-                        i,
-                        verdict,
-                        Source::Global,
-                        verdict.confirmed_ms,
-                        Duration::MAX,
-                    );
-                    confirmed_ms = confirmed_ms.max(verdict.confirmed_ms);
-                }
-            }
-        }
+    /// The checker for `config`, from what its storage held.
+    pub fn new(config: WorkerConfig, restored: Restored, overrides: Overrides) -> Checker {
+        let machine =
+            failover_core::edge::checker::Checker::new(&config, restored, clock::now_ms());
         Checker {
             config,
-            health: RefCell::new(health),
-            confirmed_ms: Cell::new(confirmed_ms),
+            machine: RefCell::new(machine),
             overrides: RefCell::new(overrides),
         }
     }
 
-    /// Every origin's verdict, in the wire format isolates adopt.
-    pub fn verdicts(&self) -> String {
-        let health = self.health.borrow();
-        let confirmed = self.confirmed_ms.get();
-        encode_map(
-            self.config.origins.iter().enumerate().filter_map(|(i, o)| {
-                Some((o.name.as_str(), health.verdict_to_share(i, confirmed)?))
-            }),
-        )
-    }
-
     /// What isolates are told: the verdicts and the overrides, as of now.
     pub fn snapshot(&self, now_ms: u64) -> String {
-        let health = self.health.borrow();
-        let confirmed = self.confirmed_ms.get();
-        let verdicts = (0..self.config.origins.len())
-            .filter_map(|i| Some((i, health.verdict_to_share(i, confirmed)?)));
+        let verdicts = self.machine.borrow().shared_verdicts();
         Snapshot::of(&self.config, now_ms, verdicts, &self.overrides.borrow()).encode()
     }
 
-    /// Probes every origin at once, and records when the round finished.
-    pub async fn round(&self) {
-        join_all((0..self.config.origins.len()).map(|i| self.probe(i))).await;
-        self.confirmed_ms.set(clock::now_ms());
+    /// Probes what is due (a round, or origins an isolate reported), all at
+    /// once, and hands each result to the machine.
+    pub async fn probe_due(&self) {
+        let due = self.machine.borrow_mut().take_due_probes(clock::now_ms());
+        join_all(due.into_iter().map(|origin| self.probe(origin))).await;
+        self.machine.borrow_mut().probes_done(clock::now_ms());
     }
 
     async fn probe(&self, origin: usize) {
@@ -90,7 +54,7 @@ impl Checker {
         };
         let result = forward::probe(target, self.config.attempt_timeout_ms).await;
         let change = self
-            .health
+            .machine
             .borrow_mut()
             .record_probe(origin, result, clock::now_ms());
         if let Some(change) = change {

@@ -88,7 +88,7 @@ function fastFetch(request, env, ctx) {
   const sent = instance.steer !== undefined ? steeredFetch(request, env, ctx, instance.steer, now) : plainFetch(request, env, ctx, now);
   // Periodic work due (a colo read, a consultation, a probe): beside this
   // request, never before it (src/periodic.rs).
-  if (takeWork(now)) ctx.waitUntil(call(wasm.periodic_work, env, ctx).then(workDone, () => workDone(0)));
+  if (takeWork(now)) ctx.waitUntil(call(wasm.periodic_work, env, ctx, request.url).then(workDone, () => workDone(0)));
   return sent;
 }
 

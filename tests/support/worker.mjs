@@ -74,10 +74,12 @@ export async function eventually(fn, { timeoutMs = 10000, everyMs = 50 } = {}) {
 // Several Workers in one workerd: each is its own isolate with its own
 // health map, and they share one cache, as isolates of one location do.
 // `workers` is a list of { name, bindings, durableObjects? }; extra raw
-// Miniflare worker definitions (e.g. a failing Durable Object) go in `extra`.
-export async function startIsolates(workers, extra = []) {
+// Miniflare worker definitions (e.g. a failing Durable Object) go in `extra`,
+// and Miniflare's shared options (e.g. `durableObjectsPersist`) in `options`.
+export async function startIsolates(workers, extra = [], options = {}) {
   const logs = [];
   const mf = new Miniflare({
+    ...options,
     workers: [
       ...workers.map((w) => ({
         name: w.name,

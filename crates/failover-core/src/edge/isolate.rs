@@ -19,9 +19,22 @@ use crate::edge::affinity::{self, AffinityMode};
 use crate::edge::budget::ReplayBudget;
 use crate::edge::config::WorkerConfig;
 use crate::edge::consult::{claim_key, snapshot_key, snapshot_read_every};
-use crate::edge::health::HealthMap;
+use crate::edge::events::origin_event;
+use crate::edge::health::{HealthMap, Transition};
 use crate::edge::overrides::{Overrides, Standing};
 use crate::edge::shared::{colo_key, colo_read_every, Cadence};
+use crate::edge::time::after;
+use crate::notify::history::History;
+use crate::notify::Event;
+
+/// How many of its own flips an isolate keeps, for its status page when
+/// there is no global checker to ask.
+pub const RECENT_CHANGES: usize = 20;
+
+/// An isolate tells the global checker that an origin failed on live
+/// traffic at most this often per origin: the first failure is news, the
+/// next hundred are not, and the checker probes on its own from there.
+pub const REPORT_EVERY: Duration = Duration::from_secs(5);
 
 /// What one isolate knows between requests. The config itself stays with
 /// the shell (it is read across awaits); what is derived from it once
@@ -52,6 +65,12 @@ pub struct Isolate {
     /// next changes by itself.
     standings: Vec<Standing>,
     standings_change_ms: Option<u64>,
+    names: Vec<String>,
+    /// This isolate's own flips, newest last.
+    recent: History<Event>,
+    changes_seen: u64,
+    /// When each origin's failure was last reported to the checker.
+    reported_ms: Vec<Option<u64>>,
 }
 
 /// The location's copy of the checker's answer: its keys and read cadence.
@@ -109,6 +128,10 @@ impl Isolate {
             overrides_as_of_ms: 0,
             standings: vec![Standing::Auto; config.origins.len()],
             standings_change_ms: None,
+            names: config.origins.iter().map(|o| o.name.clone()).collect(),
+            recent: History::new(RECENT_CHANGES),
+            changes_seen: 0,
+            reported_ms: vec![None; config.origins.len()],
         }
     }
 
@@ -126,6 +149,34 @@ impl Isolate {
             });
         }
         self
+    }
+
+    /// Keeps a flip of this isolate's map (whatever caused it) for the
+    /// status page; an event never sent anywhere.
+    pub fn record_change(&mut self, t: &Transition, now_ms: u64) {
+        self.changes_seen = self.changes_seen.saturating_add(1);
+        let name = self.names.get(t.origin).map_or("?", String::as_str);
+        let id = format!("isolate-{}", self.changes_seen);
+        self.recent.push(origin_event(id, name, t, now_ms, ""));
+    }
+
+    /// This isolate's last [`RECENT_CHANGES`] flips, newest first.
+    pub fn recent_changes(&self) -> impl Iterator<Item = &Event> {
+        self.recent.newest(RECENT_CHANGES)
+    }
+
+    /// True (and remembered) when a failure of `origin` on live traffic
+    /// should be reported to the global checker now: at most once per
+    /// [`REPORT_EVERY`] per origin.
+    pub fn take_checker_report(&mut self, origin: usize, now_ms: u64) -> bool {
+        let Some(last) = self.reported_ms.get_mut(origin) else {
+            return false;
+        };
+        if last.is_some_and(|at| now_ms < after(at, REPORT_EVERY)) {
+            return false;
+        }
+        *last = Some(now_ms);
+        true
     }
 
     /// The health map, to read.
@@ -380,6 +431,7 @@ impl Routing {
 mod tests {
     use super::*;
     use crate::edge::classify::Failure;
+    use crate::edge::time::millis;
 
     fn config(vars: &[(&str, &str)]) -> WorkerConfig {
         WorkerConfig::from_vars(|k| {
@@ -468,6 +520,49 @@ mod tests {
         assert!(!isolate.colo_read_due(5_100));
         let off = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
         assert!(!off.colo_read_due(0));
+    }
+
+    #[test]
+    fn own_flips_are_kept_newest_first_and_only_the_last_twenty() {
+        let mut isolate = Isolate::new(&config(&[]));
+        for n in 0..25u64 {
+            let (flip, _) = isolate.change_health(|h| {
+                if n % 2 == 0 {
+                    h.record_failure(1, Failure::Refused, n)
+                } else {
+                    h.adopt(
+                        1,
+                        crate::edge::shared::SharedVerdict {
+                            verdict: crate::streak::Verdict::Up,
+                            since_ms: n * 1000,
+                            confirmed_ms: n * 1000,
+                        },
+                        crate::edge::shared::Source::Colo,
+                        n * 1000,
+                        Duration::from_secs(60),
+                    )
+                }
+            });
+            isolate.record_change(&flip.expect("flips"), n * 1000);
+        }
+        let recent: Vec<&Event> = isolate.recent_changes().collect();
+        assert_eq!(recent.len(), RECENT_CHANGES);
+        assert_eq!(recent[0].id, "isolate-25");
+        assert_eq!(recent[0].origin.as_deref(), Some("b"));
+        assert_eq!(recent[0].kind, crate::notify::Kind::OriginDown);
+        assert_eq!(recent[0].reason, "refused");
+        assert_eq!(recent[1].reason, "colo verdict");
+    }
+
+    #[test]
+    fn the_checker_hears_of_an_origin_at_most_every_few_seconds() {
+        let mut isolate = Isolate::new(&config(&[]));
+        let every = millis(REPORT_EVERY);
+        assert!(isolate.take_checker_report(0, 1_000));
+        assert!(!isolate.take_checker_report(0, 1_000 + every - 1));
+        assert!(isolate.take_checker_report(1, 1_001), "per origin");
+        assert!(isolate.take_checker_report(0, 1_000 + every));
+        assert!(!isolate.take_checker_report(9, 0), "no such origin");
     }
 
     #[test]

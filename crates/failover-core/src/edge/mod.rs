@@ -26,9 +26,13 @@
 //!   operator's drain, disable or force-up of an origin at runtime (the
 //!   admin API, its JSON, the wire format), and what each means for
 //!   routing at an instant (which [`route`] folds in).
+//! - [`events`]: a flip as an event for a person (`origin.down`,
+//!   `all.up`, ...), with its id and the site it names.
 //! - [`isolate`]: [`Isolate`], everything one isolate keeps between
 //!   requests, with when its periodic work is next due and the fast path's
 //!   lease.
+//! - [`checker`]: the global checker's machine (probe schedule, events,
+//!   history, flap guard, outbox), driven by its Durable Object.
 //! - [`report`]: log lines, the status document and its HTML page and
 //!   plain text.
 //!
@@ -38,11 +42,13 @@
 pub mod affinity;
 pub mod attempts;
 pub mod budget;
+pub mod checker;
 pub mod classify;
 pub mod config;
 pub mod consult;
 pub mod cookies;
 pub mod det_math;
+pub mod events;
 pub mod expect;
 pub mod fnv;
 pub mod health;

@@ -15,6 +15,11 @@ pub const SIGNATURE_HEADER: &str = "X-Tunnel-Failover-Signature";
 /// so a receiver can refuse stale replays (the body's `at` is signed too).
 pub const TIMESTAMP_HEADER: &str = "X-Tunnel-Failover-Timestamp";
 
+/// `X-Tunnel-Failover-Id: <event id>` on every delivery, whatever the
+/// format: the chat bodies carry no id, and a receiver (or a relay in front
+/// of a chat service) drops a retried duplicate by it.
+pub const ID_HEADER: &str = "X-Tunnel-Failover-Id";
+
 /// Chat messages stay short: Discord refuses content over 2000 characters.
 const MAX_TEXT: usize = 1000;
 
@@ -71,12 +76,18 @@ pub struct Message {
     pub body: String,
     /// Its `Content-Type`.
     pub content_type: &'static str,
-    /// Extra headers (ntfy's title, priority and tags).
+    /// Extra headers: [`ID_HEADER`] always, ntfy's title, priority and tags.
     pub headers: Vec<(&'static str, String)>,
 }
 
 /// The body for `format`.
 pub fn render(format: Format, event: &Event) -> Message {
+    let mut message = body(format, event);
+    message.headers.push((ID_HEADER, header_safe(&event.id)));
+    message
+}
+
+fn body(format: Format, event: &Event) -> Message {
     let text = bounded(&event.sentence());
     match format {
         Format::Json => Message {
@@ -205,6 +216,12 @@ mod tests {
         let ntfy = render(Format::Ntfy, &e);
         assert!(ntfy.body.contains("is down"));
         assert!(ntfy.headers.contains(&("Priority", "high".into())));
+        for f in [Format::Json, Format::Slack, Format::Discord, Format::Ntfy] {
+            assert!(
+                render(f, &e).headers.contains(&(ID_HEADER, "e-1".into())),
+                "{f:?}"
+            );
+        }
     }
 
     #[test]

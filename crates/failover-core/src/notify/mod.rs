@@ -13,13 +13,19 @@
 //!   summarised.
 //! - [`retry`]: when a failed delivery is tried again, and when it is given up.
 //! - [`agent`]: which of the node agent's decisions make which event.
+//! - [`webhook`]: a receiver (format, secret URL, signing secret) and which
+//!   URLs may be one.
+//! - [`history`]: the last N events, newest first.
 
 pub mod agent;
 pub mod event;
 pub mod flap;
 pub mod format;
+pub mod history;
 pub mod retry;
 pub mod rfc3339;
+pub mod webhook;
 
 pub use event::{Event, Kind, Source};
 pub use format::Format;
+pub use webhook::Webhook;

@@ -5,14 +5,17 @@
 //!
 //! Layout: [`error`] (what an error shows, and to whom), [`vars`] (the
 //! plain settings), [`urls`] (an origin's URL), [`access`] (Access service
-//! tokens), [`origins`] (`ORIGINS`, using the two before); this module
-//! puts them together into [`WorkerConfig`].
+//! tokens), [`origins`] (`ORIGINS`, using the two before), [`notify`]
+//! (`NOTIFY`: webhooks whose URLs are secrets); this module puts them
+//! together into [`WorkerConfig`].
 
 use crate::edge::affinity::{Affinity, AffinityFailover, AffinityMode};
 use crate::edge::steering::{Candidate, HashKey, Policy};
+use crate::notify::Webhook;
 
 pub mod access;
 pub mod error;
+pub mod notify;
 pub mod origins;
 pub mod urls;
 pub mod vars;
@@ -20,6 +23,8 @@ pub mod vars;
 pub use access::AccessToken;
 use error::error;
 pub use error::ConfigError;
+use notify::parse_notify;
+pub use notify::{CHECKER_BINDING, DEFAULT_NOTIFY_MIN_INTERVAL_S};
 use origins::parse_origins;
 pub use origins::{Origin, DEFAULT_HEALTH_PATH, DEFAULT_WEIGHT, MAX_WEIGHT};
 use vars::{choice, count, hash_key, number, seconds, silence_ms, switch};
@@ -71,12 +76,19 @@ pub struct WorkerConfig {
     pub hash_key: HashKey,
     /// `AFFINITY`, `AFFINITY_TTL_S` and `AFFINITY_FAILOVER`.
     pub affinity: Affinity,
+    /// `NOTIFY`: where the global checker sends its events; empty = none.
+    pub notify: Vec<Webhook>,
+    /// `NOTIFY_MIN_INTERVAL_S`: at most one message per origin this often
+    /// (the flap guard); 0 = every change.
+    pub notify_min_interval_s: u64,
 }
 
 impl WorkerConfig {
     /// Builds the config from a lookup of each setting's text (None when the
     /// setting is absent). Besides [`SETTINGS`], the lookup is asked for the
-    /// vars that origins' `access_client_secret_var` name.
+    /// vars that origins' `access_client_secret_var` and `NOTIFY` entries
+    /// name, and for [`CHECKER_BINDING`] (any text when that Durable Object
+    /// binding exists).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let origins_text = get("ORIGINS").ok_or_else(|| {
             error(
@@ -171,6 +183,14 @@ impl WorkerConfig {
                     "\"temporary\" or \"sticky\"",
                 )?,
             },
+            notify: parse_notify(&get)?,
+            notify_min_interval_s: number(
+                &get,
+                "NOTIFY_MIN_INTERVAL_S",
+                DEFAULT_NOTIFY_MIN_INTERVAL_S,
+                0,
+                86_400,
+            )?,
         })
     }
 
@@ -247,6 +267,8 @@ mod tests {
         assert_eq!(c.origins[0].access, None);
         assert_eq!(c.steering, Policy::Failover);
         assert_eq!(c.hash_key, HashKey::ClientIp);
+        assert!(c.notify.is_empty());
+        assert_eq!(c.notify_min_interval_s, 300);
         assert_eq!(
             c.affinity,
             Affinity {
@@ -326,6 +348,32 @@ mod tests {
             .expect_err("control character");
         assert_eq!(e.setting, "ORIGINS[1].access_client_secret_var");
         assert!(!e.to_string().contains("s3cr3t"), "{e}");
+    }
+
+    #[test]
+    fn notify_reads_its_secrets_and_never_shows_them() {
+        let c = parse(&[
+            ("ORIGINS", TWO),
+            (
+                "NOTIFY",
+                r#"[{"format":"json","url_var":"HOOK","secret_var":"KEY"}]"#,
+            ),
+            ("NOTIFY_MIN_INTERVAL_S", "0"),
+            ("HOOK", "https://hooks.example.com/hunter2"),
+            ("KEY", "s3cr3t"),
+            (CHECKER_BINDING, "bound"),
+        ])
+        .expect("valid");
+        assert_eq!(c.notify.len(), 1);
+        assert_eq!(c.notify_min_interval_s, 0);
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("s3cr3t"),
+            "{shown}"
+        );
+        let (setting, problem) = problem(&[("ORIGINS", TWO), ("NOTIFY_MIN_INTERVAL_S", "86401")]);
+        assert_eq!(setting, "NOTIFY_MIN_INTERVAL_S");
+        assert!(problem.contains("expected 0 to 86400"), "{problem}");
     }
 
     #[test]

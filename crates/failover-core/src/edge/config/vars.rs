@@ -28,8 +28,9 @@ pub const DEFAULT_REPLAY_BUFFER_BUDGET_BYTES: u64 = 32 * 1024 * 1024;
 pub const DEFAULT_SILENCE_MS: u64 = 2_000;
 
 /// The names of every setting, for the shell to read. The config may also
-/// ask the lookup for the var an origin's `access_client_secret_var` names.
-pub const SETTINGS: [&str; 17] = [
+/// ask the lookup for the var an origin's `access_client_secret_var` or a
+/// `NOTIFY` entry's `url_var` / `secret_var` names.
+pub const SETTINGS: [&str; 19] = [
     "ORIGINS",
     "ATTEMPT_TIMEOUT_MS",
     "HEALTH_INTERVAL_MS",
@@ -47,6 +48,8 @@ pub const SETTINGS: [&str; 17] = [
     "AFFINITY_FAILOVER",
     "REPLAY_BUFFER_BUDGET_BYTES",
     "SILENCE_MS",
+    "NOTIFY",
+    "NOTIFY_MIN_INTERVAL_S",
 ];
 
 /// One of a few words, in any case, optionally quoted.

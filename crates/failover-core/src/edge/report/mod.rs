@@ -11,6 +11,7 @@ use crate::edge::config::WorkerConfig;
 use crate::edge::health::{HealthMap, Transition};
 use crate::edge::overrides::{Override, Overrides};
 use crate::edge::shared::SharedVerdict;
+use crate::notify::Event;
 
 // The page and the text are views of `status_document`, so they sit under
 // this module, with the choice between them. Leaves first: the times, the
@@ -162,6 +163,61 @@ pub fn override_change(origin: &str, o: &Override, reason: &str) -> String {
     .to_string()
 }
 
+/// Whose history the status document's `events` are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventsView {
+    /// The global checker's: the events that notify, for the whole site.
+    Global,
+    /// This isolate's own flips (no checker, or it could not be asked).
+    Isolate,
+}
+
+impl EventsView {
+    /// The `events_view` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventsView::Global => "global",
+            EventsView::Isolate => "isolate",
+        }
+    }
+}
+
+/// How many events the status document lists.
+pub const STATUS_EVENTS: usize = 50;
+
+/// The history in the status document: `events`, newest first (each the
+/// event's JSON, as a webhook receives it; at most [`STATUS_EVENTS`]), and
+/// `events_view`, whose history it is.
+pub fn add_events<'a>(
+    doc: &mut Value,
+    view: EventsView,
+    events: impl IntoIterator<Item = &'a Event>,
+) {
+    doc["events"] = Value::Array(
+        events
+            .into_iter()
+            .take(STATUS_EVENTS)
+            .map(Event::to_json)
+            .collect(),
+    );
+    doc["events_view"] = json!(view.as_str());
+}
+
+/// `{"event":"notify",...}`: what became of one try to deliver an event
+/// to a receiver, named by its secret's var (never the URL).
+pub fn delivery(webhook: &str, event: &Event, status: Option<u16>, result: &str) -> String {
+    json!({
+        "event": "notify",
+        "webhook": webhook,
+        "id": event.id,
+        "type": event.kind.as_str(),
+        "origin": event.origin,
+        "status": status,
+        "result": result,
+    })
+    .to_string()
+}
+
 /// The status document, for [`status`] to print and [`page::html`] and
 /// [`text::render`] to render.
 pub fn status_document(
@@ -213,6 +269,13 @@ pub fn status_document(
             "ttl_s": config.affinity.ttl_s,
             "failover": config.affinity.failover.as_str(),
         }),
+        // Which receivers, by the var holding their URL: never the URL.
+        "notify": config.notify.iter().map(|w| json!({
+            "format": w.format.as_str(),
+            "url_var": w.name,
+            "signed": w.secret.is_some(),
+        })).collect::<Vec<_>>(),
+        "notify_min_interval_s": config.notify_min_interval_s,
         "origins": origins,
     })
 }
@@ -340,6 +403,53 @@ mod tests {
                    "expires_at_ms":3_600_010,"drain_s":0,"reason":"set",
                    "summary":"force-up (served regardless of health) until 1970-01-01T01:00:00Z"})
         );
+    }
+
+    #[test]
+    fn events_newest_first_with_whose_view_and_no_receiver_url() {
+        let c = WorkerConfig::from_vars(|k| {
+            Some(match k {
+                "ORIGINS" => r#"[{"name":"primary","url":"https://a.example"}]"#.into(),
+                "NOTIFY" => r#"[{"format":"json","url_var":"HOOK","secret_var":"KEY"}]"#.into(),
+                "HOOK" => "https://hooks.example.com/hunter2".into(),
+                "KEY" => "s3cr3t".into(),
+                "HEALTH_CHECKER" => "bound".into(),
+                _ => return None,
+            })
+        })
+        .expect("valid");
+        let h = HealthMap::new(1, 2, 1, std::time::Duration::from_secs(1));
+        let build = BuildInfo {
+            version: "1",
+            revision: "r",
+        };
+        let mut doc = super::status_document(&c, &h, build, 50);
+        let events: Vec<Event> = (0..60)
+            .map(|n| {
+                let mut e = crate::notify::event::tests::down(&format!("e-{n}"), "primary", n);
+                e.site = "www.example.com".into();
+                e
+            })
+            .rev()
+            .collect();
+        add_events(&mut doc, EventsView::Global, &events);
+        assert_eq!(doc["events_view"], "global");
+        let listed = doc["events"].as_array().expect("array");
+        assert_eq!(listed.len(), STATUS_EVENTS);
+        assert_eq!(listed[0]["id"], "e-59");
+        assert_eq!(listed[0]["type"], "origin.down");
+        assert_eq!(
+            doc["notify"],
+            json!([{"format":"json","url_var":"HOOK","signed":true}])
+        );
+        let text = doc.to_string();
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cr3t"),
+            "{text}"
+        );
+        add_events(&mut doc, EventsView::Isolate, &[]);
+        assert_eq!(doc["events_view"], "isolate");
+        assert_eq!(doc["events"], json!([]));
     }
 
     #[test]
