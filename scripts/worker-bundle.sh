@@ -82,8 +82,9 @@ awk -v version="$VERSION" '
   /^\[/ { skip = 0 }
   skip { next }
   {
-    gsub(/`make secret NAME=STATUS_TOKEN`/, "`npx wrangler secret put STATUS_TOKEN`")
     gsub(/`make secret NAME=\.\.\.`/, "`npx wrangler secret put <NAME>`")
+    gsub(/`make secret NAME=/, "`npx wrangler secret put ")
+    gsub(/\(`make origin`\)/, "(the admin API: POST <STATUS_PATH>/origins/<name>)")
     gsub(/`make deploy`/, "`npx wrangler deploy`")
     gsub(/`wrangler dev`/, "`npx wrangler dev`")
     print
@@ -94,6 +95,7 @@ if grep -nE '(^|[^a-z])make |build/' "$STAGE/wrangler.toml" >&2; then
   fail "the bundle's wrangler.toml still names make or build/ (above)" "extend the substitutions in scripts/worker-bundle.sh"
 fi
 sed -e 's/`make secret NAME=\.\.\.`/`npx wrangler secret put <NAME>`/' -e 's/`make dev` (wrangler dev)/`npx wrangler dev`/' \
+  -e 's/(overrides: make origin)/(overrides: the admin API)/' -e 's/under `make dev`/under `npx wrangler dev`/' \
   "$ROOT/.dev.vars.example" >"$STAGE/.dev.vars.example"
 if grep -n 'make ' "$STAGE/.dev.vars.example" >&2; then
   fail "the bundle's .dev.vars.example still names make (above)" "extend the substitutions in scripts/worker-bundle.sh"
