@@ -102,6 +102,16 @@ test("drain: no new requests go to the drained origin; auto brings them back", a
     assert.equal((await s.set("primary", { mode: "auto" })).status, 200);
     assert.deepEqual(await spread(s, 5), { primary: 5, replica: 0, failover: 0 });
     assert.ok(s.logs.some((l) => l.includes('"event":"override"') && l.includes('"mode":"drain"')), "the change is logged");
+    // Each change is an event of the checker's history (and so a
+    // notification: tests/notify.test.mjs shows the history feeds them).
+    const doc = await s.status();
+    assert.equal(doc.events_view, "global");
+    const changes = doc.events.filter((e) => e.type === "origin.override" && e.origin === "primary");
+    assert.deepEqual(
+      changes.map((e) => e.reason.split(" ")[0]),
+      ["auto", "drain"],
+      `newest first: ${JSON.stringify(doc.events)}`,
+    );
     assertNoAdminPathReachedAnOrigin(s);
   } finally {
     await s.close();

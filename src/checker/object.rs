@@ -77,9 +77,17 @@ impl DurableObject for HealthChecker {
                 )
                 .await?;
                 if let Some(origin) = changed {
+                    // The override is stored already: a failure to keep
+                    // its event is logged, and the operator still hears 200.
                     record_overrides(&checker, &[origin]);
-                    flush(&self.state.storage(), &checker).await?;
-                    arm(&self.state.storage(), &checker).await?;
+                    let storage = self.state.storage();
+                    let kept = async {
+                        flush(&storage, &checker).await?;
+                        arm(&storage, &checker).await
+                    };
+                    if let Err(e) = kept.await {
+                        log::line(&report::shared_error("checker storage", &e.to_string()));
+                    }
                 }
                 Ok(res)
             }
@@ -163,7 +171,10 @@ async fn flush(storage: &Storage, checker: &Checker) -> Result<()> {
 /// round from now.
 async fn arm(storage: &Storage, checker: &Checker) -> Result<()> {
     let next = checker.machine.borrow().next_wake_ms();
-    let at = next.min(clock::now_ms().saturating_add(checker.config.health_interval_ms));
+    let now = clock::now_ms();
+    // Never before now: a machine just built may say "due at 0", which
+    // setAlarm refuses.
+    let at = next.clamp(now, now.saturating_add(checker.config.health_interval_ms));
     let date = js_sys::Date::new(&JsValue::from_f64(at as f64));
     storage.set_alarm(ScheduledTime::new(date)).await
 }

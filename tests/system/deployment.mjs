@@ -249,7 +249,9 @@ export async function startFrontWorker(origins) {
     COLO_HEALTH: "off",
     STATUS_TOKEN,
     ADMIN_TOKEN,
-  });
+    // The global checker stores the overrides the agents' drain sets; its
+    // own probes run too, as in a deployment that uses overrides.
+  }, { durableObjects: { HEALTH_CHECKER: "HealthChecker" } });
 }
 
 // Whether the Worker answers the admin API (`GET {STATUS_PATH}/origins`
