@@ -11,6 +11,7 @@
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
 //! - [`forward`]: one attempt against one origin, with its timeout.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
+//! - [`fallback`]: the `FALLBACK` page when no origin answered.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`global`]: the opt-in global checker (a Durable Object) and its cron.
@@ -52,6 +53,8 @@ mod access;
 mod body;
 mod clock;
 mod colo;
+#[allow(dead_code)]
+mod fallback;
 mod fast;
 mod forward;
 mod global;

@@ -1,7 +1,8 @@
 //! The full path: the whole request, the slow and complete way. Bodies, the
-//! status endpoint, due probes and shared-health reads, and the walk over
-//! the origins after a failed attempt (the fast path, src/js/entry.mjs,
-//! hands its failures here through `fast::fetch_after`).
+//! status endpoint, due probes and shared-health reads, the walk over the
+//! origins after a failed attempt (the fast path, src/js/entry.mjs, hands
+//! its failures here through `fast::fetch_after`), and the fallback page
+//! when that walk finds no answer.
 
 use std::rc::Rc;
 
@@ -17,7 +18,7 @@ use worker::{js_sys, web_sys, Context, Env};
 use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
 use crate::isolate::Isolate;
-use crate::{access, clock, colo, js_bridge, log, periodic, probe, respond, status};
+use crate::{access, clock, colo, fallback, js_bridge, log, periodic, probe, respond, status};
 
 /// The whole request, the slow and complete way. `first` is an attempt the
 /// fast path (src/js/entry.mjs) already made and that did not succeed: the
@@ -132,6 +133,17 @@ pub async fn proxy(
         }
         let next = attempts.after_failure(failure);
         log::attempt_failed(config, current, &method, failure, &next);
+        // No origin answered this GET or HEAD: the fallback page, if one
+        // is configured and can be had, instead of today's error.
+        if config.fallback.is_some()
+            && failover_core::edge::fallback::serves(&method, &next, isolate.any_up())
+        {
+            forward::discard(failed_response.take());
+            if let Some(res) = fallback::answer(isolate, &method).await {
+                forward::discard(app_answer.map(|(_, res)| res));
+                return res;
+            }
+        }
         match next {
             AfterFailure::TryOrigin(i) => {
                 forward::discard(failed_response);

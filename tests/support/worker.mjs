@@ -10,7 +10,9 @@ export { COMPAT_DATE };
 const build = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "build");
 
 // `dir`: another build of the Worker (a test build such as panic-test).
-export async function startWorker(bindings, { dir = build } = {}) {
+// `outbound`: Miniflare's outboundService, a function that answers every
+// fetch the Worker makes (to reach an https host on a loopback origin).
+export async function startWorker(bindings, { dir = build, outbound } = {}) {
   const logs = [];
   const mf = new Miniflare({
     modules: [
@@ -20,6 +22,7 @@ export async function startWorker(bindings, { dir = build } = {}) {
     modulesRoot: dir,
     compatibilityDate: COMPAT_DATE,
     bindings,
+    ...(outbound === undefined ? {} : { outboundService: outbound }),
     handleRuntimeStdio(stdout, stderr) {
       for (const stream of [stdout, stderr]) {
         stream.setEncoding("utf8");

@@ -17,7 +17,8 @@
 //! - [`replay`] (whether a request may go to another origin), [`budget`]
 //!   (bodies held for replay across the isolate), [`classify`] (what counts
 //!   as a failed attempt, and what is evidence against an origin),
-//!   [`attempts`] (one request's walk over the origins).
+//!   [`attempts`] (one request's walk over the origins), [`fallback`] (the
+//!   `FALLBACK` page when that walk found no answer).
 //! - [`health`] (the isolate's origin health map), [`expect`] (which probe
 //!   statuses mean healthy), [`shared`] (verdicts shared through the colo
 //!   cache and the global checker).
@@ -38,6 +39,7 @@ pub mod config;
 pub mod cookies;
 pub mod det_math;
 pub mod expect;
+pub mod fallback;
 pub mod fnv;
 pub mod health;
 pub mod isolate;

@@ -5,14 +5,15 @@
 //!
 //! Layout: [`error`] (what an error shows, and to whom), [`vars`] (the
 //! plain settings), [`urls`] (an origin's URL), [`access`] (Access service
-//! tokens), [`origins`] (`ORIGINS`, using the two before); this module
-//! puts them together into [`WorkerConfig`].
+//! tokens), [`origins`] (`ORIGINS`, using the two before), [`fallback`]
+//! (`FALLBACK`); this module puts them together into [`WorkerConfig`].
 
 use crate::edge::affinity::{Affinity, AffinityFailover, AffinityMode};
 use crate::edge::steering::{Candidate, HashKey, Policy};
 
 pub mod access;
 pub mod error;
+pub mod fallback;
 pub mod origins;
 pub mod urls;
 pub mod vars;
@@ -20,6 +21,8 @@ pub mod vars;
 pub use access::AccessToken;
 use error::error;
 pub use error::ConfigError;
+use fallback::parse_fallback;
+pub use fallback::Fallback;
 use origins::parse_origins;
 pub use origins::{Origin, DEFAULT_HEALTH_PATH, DEFAULT_WEIGHT, MAX_WEIGHT};
 use vars::{choice, count, hash_key, number, seconds, silence_ms, switch};
@@ -67,12 +70,15 @@ pub struct WorkerConfig {
     pub hash_key: HashKey,
     /// `AFFINITY`, `AFFINITY_TTL_S` and `AFFINITY_FAILOVER`.
     pub affinity: Affinity,
+    /// `FALLBACK`: the page a GET or HEAD gets once every origin failed.
+    pub fallback: Option<Fallback>,
 }
 
 impl WorkerConfig {
     /// Builds the config from a lookup of each setting's text (None when the
     /// setting is absent). Besides [`SETTINGS`], the lookup is asked for the
-    /// vars that origins' `access_client_secret_var` name.
+    /// vars that origins' `access_client_secret_var` and `FALLBACK`'s
+    /// `html_var` name.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let origins_text = get("ORIGINS").ok_or_else(|| {
             error(
@@ -163,6 +169,7 @@ impl WorkerConfig {
                     "\"temporary\" or \"sticky\"",
                 )?,
             },
+            fallback: parse_fallback(get("FALLBACK"), &get)?,
         })
     }
 
@@ -231,6 +238,7 @@ mod tests {
         assert_eq!(c.origins[0].access, None);
         assert_eq!(c.steering, Policy::Failover);
         assert_eq!(c.hash_key, HashKey::ClientIp);
+        assert_eq!(c.fallback, None);
         assert_eq!(
             c.affinity,
             Affinity {

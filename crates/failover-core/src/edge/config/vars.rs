@@ -28,8 +28,9 @@ pub const DEFAULT_REPLAY_BUFFER_BUDGET_BYTES: u64 = 32 * 1024 * 1024;
 pub const DEFAULT_SILENCE_MS: u64 = 2_000;
 
 /// The names of every setting, for the shell to read. The config may also
-/// ask the lookup for the var an origin's `access_client_secret_var` names.
-pub const SETTINGS: [&str; 16] = [
+/// ask the lookup for the var an origin's `access_client_secret_var` names,
+/// and the one `FALLBACK`'s `html_var` names.
+pub const SETTINGS: [&str; 17] = [
     "ORIGINS",
     "ATTEMPT_TIMEOUT_MS",
     "HEALTH_INTERVAL_MS",
@@ -46,6 +47,7 @@ pub const SETTINGS: [&str; 16] = [
     "AFFINITY_FAILOVER",
     "REPLAY_BUFFER_BUDGET_BYTES",
     "SILENCE_MS",
+    "FALLBACK",
 ];
 
 /// One of a few words, in any case, optionally quoted.

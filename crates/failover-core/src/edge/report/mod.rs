@@ -75,6 +75,12 @@ pub fn instance_ready(config: &WorkerConfig) -> String {
     .to_string()
 }
 
+/// `{"event":"fallback_failed",...}`: a request that should have had the
+/// fallback page gets today's error instead; `reason` names no URL.
+pub fn fallback_failed(reason: &str) -> String {
+    json!({ "event": "fallback_failed", "reason": reason }).to_string()
+}
+
 /// `{"event":"config_error",...}`: logged once per isolate, with the
 /// offending value, which the response to visitors never shows.
 pub fn config_error(problem: &str, value: Option<&str>) -> String {
@@ -175,6 +181,8 @@ pub fn status_document(
             "ttl_s": config.affinity.ttl_s,
             "failover": config.affinity.failover.as_str(),
         }),
+        // Which kind of fallback page is configured; never its URL or text.
+        "fallback": config.fallback.as_ref().map(|f| f.kind()),
         "origins": origins,
     })
 }
@@ -217,6 +225,7 @@ mod tests {
         assert_eq!(doc["origins"][1]["state"], "up");
         assert_eq!(doc["origins"][1]["last_error"], Value::Null);
         assert_eq!(doc["origins"][0]["colo"], Value::Null);
+        assert_eq!(doc["fallback"], Value::Null);
         h.adopt(
             1,
             SharedVerdict {
@@ -289,5 +298,10 @@ mod tests {
         let line: Value =
             serde_json::from_str(&config_error("bad \"x\"", Some("\"x\""))).expect("json");
         assert_eq!(line["error"], "bad \"x\"");
+        let line: Value = serde_json::from_str(&fallback_failed("status 500")).expect("json");
+        assert_eq!(
+            line,
+            json!({"event":"fallback_failed","reason":"status 500"})
+        );
     }
 }
