@@ -55,10 +55,11 @@ impl fmt::Debug for Fallback {
 }
 
 /// `FALLBACK`'s text (JSON: an object binding arrives stringified), or None
-/// when it is absent. `get` reads the var `html_var` names.
+/// when it is absent. `get` reads the var `html_var` names (a `dyn`: one
+/// copy of this in the Wasm, not one per caller's lookup).
 pub(super) fn parse_fallback(
     text: Option<String>,
-    get: &impl Fn(&str) -> Option<String>,
+    get: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Fallback>, ConfigError> {
     const SETTING: &str = "FALLBACK";
     let Some(text) = text else {
@@ -102,7 +103,7 @@ pub(super) fn parse_fallback(
 }
 
 /// The page in the var `html_var` names.
-fn page_in(var: &str, get: &impl Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+fn page_in(var: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
     const SETTING: &str = "FALLBACK.html_var";
     let var_ok = !var.is_empty()
         && var.len() <= 128
