@@ -70,11 +70,12 @@ impl Isolate {
         }
     }
 
-    /// The fast path's lease, if any origin is up (`edge::Isolate::lease`),
-    /// once the fast path's answers have had their say.
+    /// The fast path's lease, if any origin is up and no slow-start ramp is
+    /// in effect (`edge::Isolate::lease`), once the fast path's answers
+    /// have had their say.
     pub fn lease(&self) -> Option<Lease> {
         self.reconsider_shared_downs();
-        self.state.borrow().lease()
+        self.state.borrow().lease(clock::now_ms())
     }
 
     /// Origins down on a shared verdict alone that the fast path has since

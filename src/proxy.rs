@@ -11,7 +11,7 @@ use failover_core::edge::affinity::AffinityMode;
 use failover_core::edge::attempts::{AfterFailure, Attempts};
 use failover_core::edge::classify::Failure;
 use failover_core::edge::replay::BodyPlan;
-use failover_core::edge::route::{route, Route};
+use failover_core::edge::route::{route_ramped, Route};
 use failover_core::edge::target::{is_status_request, upstream_url};
 use worker::{js_sys, web_sys, Context, Env};
 
@@ -183,8 +183,8 @@ pub async fn proxy(
     }
 }
 
-/// The pure half of a request's walk: its route (steering, affinity,
-/// silent origins routed around as if down) and the attempts over it, with
+/// The pure half of a request's walk: its route (steering, slow start,
+/// affinity, silent origins routed around as if down) and the attempts over it, with
 /// `first_tried` (the fast path's failed attempt) first. What src/warm.rs
 /// runs once per instance, so the first failover is not its first run.
 pub fn plan(
@@ -209,9 +209,13 @@ pub fn plan(
     let silent: Vec<bool> = (0..config.origins.len())
         .map(|i| config.silence_ms > 0 && js_bridge::is_silent(i, silence_ms, timeout_ms))
         .collect();
-    let route = route(
+    // Origins back up lately get part of their requests (slow start).
+    let now = clock::now_ms();
+    let slow_start = config.slow_start;
+    let route = route_ramped(
         config,
         |i| health.is_up(i) && !silent.get(i).copied().unwrap_or(false),
+        |i| slow_start.share(health.up_since_ms(i), now),
         config.hash_key.key_in(key_header.as_deref()),
         cookies.as_deref(),
         random,

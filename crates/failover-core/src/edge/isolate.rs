@@ -1,7 +1,8 @@
 //! Everything one Worker isolate keeps between requests, and the two
 //! questions its shell asks of it: which origin the fast path may send
 //! requests to on its own (the [`Lease`], good until a change to the health
-//! map revokes it), and when periodic work (a probe, a colo read, a checker
+//! map revokes it, and never granted while a slow-start ramp could move a
+//! request), and when periodic work (a probe, a colo read, a checker
 //! consultation) is next due. Periodic work ends no lease: the request that
 //! finds it due is sent as usual, and the work runs beside it, in the
 //! background (`ctx.waitUntil`), so no request waits for a cache read. The edge's
@@ -16,6 +17,8 @@ use crate::edge::budget::ReplayBudget;
 use crate::edge::config::WorkerConfig;
 use crate::edge::health::HealthMap;
 use crate::edge::shared::{colo_key, colo_read_every, Cadence};
+use crate::edge::slow_start::{self, SlowStart};
+use crate::edge::steering::Policy;
 
 /// What one isolate knows between requests. The config itself stays with
 /// the shell (it is read across awaits); what is derived from it once
@@ -31,6 +34,10 @@ pub struct Isolate {
     budget: ReplayBudget,
     tokens: Vec<String>,
     colo_keys: Vec<String>,
+    /// What `lease` needs to know whether a slow-start ramp is in effect.
+    slow_start: SlowStart,
+    policy: Policy,
+    weights: Vec<u32>,
 }
 
 /// The fast path's lease on the isolate's decision: requests go to
@@ -70,6 +77,9 @@ impl Isolate {
             budget: ReplayBudget::new(config.replay_buffer_budget_bytes),
             tokens: affinity::tokens(&config.origins),
             colo_keys: config.origins.iter().map(colo_key).collect(),
+            slow_start: config.slow_start,
+            policy: config.steering,
+            weights: config.origins.iter().map(|o| o.weight).collect(),
         }
     }
 
@@ -165,13 +175,35 @@ impl Isolate {
     /// The fast path's lease: the first healthy origin, and when periodic
     /// work is next due. None when no origin is up (the full path walks
     /// them all, and waits for the colo's verdicts first: one may say an
-    /// origin is back).
-    pub fn lease(&self) -> Option<Lease> {
+    /// origin is back), and while a slow-start ramp is in effect at
+    /// `now_ms` (the full path holds requests back; the fast path, which
+    /// knows nothing of ramps, gets its lease again once the ramp is over).
+    pub fn lease(&self, now_ms: u64) -> Option<Lease> {
         let origin = self.first_up()?;
+        if self.ramp_in_effect(now_ms) {
+            return None;
+        }
         Some(Lease {
             origin,
             work_due_ms: self.next_due_ms(),
         })
+    }
+
+    /// Whether a slow-start ramp can move a request at `now_ms`
+    /// (`slow_start::in_effect` over the origins the policy picks from).
+    /// Nothing to compute with slow start off.
+    pub fn ramp_in_effect(&self, now_ms: u64) -> bool {
+        if !self.slow_start.is_on() {
+            return false;
+        }
+        let tier: Vec<f64> = (0..self.health.len())
+            .filter(|&i| {
+                let weighted = self.weights.get(i).is_some_and(|&w| w > 0);
+                self.health.is_up(i) && (self.policy == Policy::Failover || weighted)
+            })
+            .map(|i| self.slow_start.share(self.health.up_since_ms(i), now_ms))
+            .collect();
+        slow_start::in_effect(self.policy, &tier)
     }
 
     /// The first origin the health map calls up, in priority order.
@@ -184,6 +216,9 @@ impl Isolate {
 #[derive(PartialEq, Eq)]
 struct Routing {
     up: Vec<bool>,
+    /// When each origin came back up: a new one may start a slow-start
+    /// ramp without any verdict flipping here (another isolate's "up").
+    up_since: Vec<Option<u64>>,
     next_probe_ms: Option<u64>,
 }
 
@@ -191,18 +226,20 @@ impl Routing {
     fn of(health: &HealthMap) -> Routing {
         Routing {
             up: (0..health.len()).map(|i| health.is_up(i)).collect(),
+            up_since: (0..health.len()).map(|i| health.up_since_ms(i)).collect(),
             next_probe_ms: health.next_probe_ms(),
         }
     }
 
-    /// A verdict flipped, or a probe fell due earlier than the lease knew.
+    /// A verdict flipped, an origin came back up (a ramp may have begun),
+    /// or a probe fell due earlier than the lease knew.
     fn moved_from(&self, before: &Routing) -> bool {
         let earlier = match (self.next_probe_ms, before.next_probe_ms) {
             (Some(now), Some(then)) => now < then,
             (Some(_), None) => true,
             (None, _) => false,
         };
-        self.up != before.up || earlier
+        self.up != before.up || self.up_since != before.up_since || earlier
     }
 }
 
@@ -239,7 +276,7 @@ mod tests {
             0,
             "the first colo read and consultation"
         );
-        assert_eq!(isolate.lease(), lease(0, 0));
+        assert_eq!(isolate.lease(0), lease(0, 0));
     }
 
     #[test]
@@ -249,9 +286,9 @@ mod tests {
         assert!(isolate.take_global_read(1_000));
         assert!(!isolate.take_colo_read(1_100), "at most every 250 ms");
         assert_eq!(isolate.next_due_ms(), 1_250);
-        assert_eq!(isolate.lease(), lease(0, 1_250));
+        assert_eq!(isolate.lease(0), lease(0, 1_250));
         assert!(isolate.take_colo_read(1_300));
-        assert_eq!(isolate.lease(), lease(0, 1_550));
+        assert_eq!(isolate.lease(0), lease(0, 1_550));
     }
 
     #[test]
@@ -262,7 +299,7 @@ mod tests {
         ]));
         assert!(!isolate.take_colo_read(0));
         assert!(isolate.take_global_read(1_000));
-        assert_eq!(isolate.lease(), lease(0, 16_000));
+        assert_eq!(isolate.lease(0), lease(0, 16_000));
     }
 
     #[test]
@@ -276,15 +313,75 @@ mod tests {
         assert_eq!(after, LeaseAfter::Revoked);
         // b serves now. Work is next due at the checker's consultation, just
         // before a's probe (one interval after the flip).
-        assert_eq!(isolate.lease(), lease(1, 15_000));
+        assert_eq!(isolate.lease(0), lease(1, 15_000));
         assert_eq!(isolate.health().next_probe_ms(), Some(15_020));
         let (_, after) = isolate.change_health(|h| h.record_failure(1, Failure::Refused, 40));
         assert_eq!(after, LeaseAfter::Revoked);
         assert_eq!(
-            isolate.lease(),
+            isolate.lease(0),
             None,
             "no origin up: the full path walks them all"
         );
+    }
+
+    #[test]
+    fn no_lease_while_a_ramp_can_move_a_request() {
+        use crate::edge::shared::{SharedVerdict, Source};
+        use crate::streak::Verdict;
+        let mut isolate = Isolate::new(&config(&[
+            ("COLO_HEALTH", "off"),
+            ("HEALTH_RISE", "1"),
+            ("SLOW_START_S", "60"),
+        ]));
+        isolate.take_global_read(0);
+        let (_, after) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
+        assert_eq!(after, LeaseAfter::Revoked);
+        assert_eq!(isolate.lease(2_000), lease(1, 15_000), "b serves");
+        let (_, after) = isolate.change_health(|h| h.record_probe(0, None, 16_000));
+        assert_eq!(after, LeaseAfter::Revoked, "a came back: its ramp begins");
+        for now in [16_000, 30_000, 75_999] {
+            assert!(isolate.ramp_in_effect(now), "{now}");
+            assert_eq!(isolate.lease(now), None, "{now}: the full path routes");
+        }
+        assert!(!isolate.ramp_in_effect(76_000));
+        assert_eq!(isolate.lease(76_000), lease(0, 15_000), "the ramp is over");
+        // With b down there is no one to hold a back for: no ramp in effect.
+        isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 80_000));
+        isolate.change_health(|h| h.record_probe(0, None, 95_000));
+        isolate.change_health(|h| h.record_failure(1, Failure::Timeout, 96_000));
+        assert!(!isolate.ramp_in_effect(96_000));
+        assert_eq!(isolate.lease(96_000), lease(0, 15_000));
+        // Another isolate's news that b came back (this one never saw it
+        // down and up) revokes the lease and starts b's ramp, which under
+        // failover moves no request while a serves.
+        let mut cold = Isolate::new(&config(&[("COLO_HEALTH", "off"), ("SLOW_START_S", "60")]));
+        cold.take_global_read(0);
+        let back = SharedVerdict {
+            verdict: Verdict::Up,
+            since_ms: 100_000,
+            confirmed_ms: 100_000,
+        };
+        let (_, after) = cold
+            .change_health(|h| h.adopt(1, back, Source::Global, 100_500, Duration::from_secs(30)));
+        assert_eq!(after, LeaseAfter::Revoked);
+        assert!(
+            !cold.ramp_in_effect(100_500),
+            "failover: a serves, b's ramp moves nothing"
+        );
+        let weighted = Isolate::new(&config(&[("STEERING", "weighted"), ("SLOW_START_S", "60")]));
+        let mut weighted = weighted;
+        weighted
+            .change_health(|h| h.adopt(1, back, Source::Colo, 100_500, Duration::from_secs(30)));
+        assert!(
+            weighted.ramp_in_effect(100_500),
+            "weighted: b's share is held back"
+        );
+        assert_eq!(weighted.lease(100_500), None);
+        // Slow start off: never.
+        let mut off = Isolate::new(&config(&[("STEERING", "weighted")]));
+        off.change_health(|h| h.adopt(1, back, Source::Colo, 100_500, Duration::from_secs(30)));
+        assert!(!off.ramp_in_effect(100_500));
+        assert!(off.lease(100_500).is_some());
     }
 
     #[test]

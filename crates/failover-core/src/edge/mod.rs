@@ -10,10 +10,11 @@
 //! - [`target`]: the only way an upstream URL is built; the status-endpoint
 //!   match.
 //! - [`steering`] (`STEERING`: the policy's attempt order, weight and hash
-//!   key), [`affinity`] (the `__tf_affinity` cookie), [`route`] (both
-//!   composed into one request's route), with [`cookies`] (the `Cookie`
-//!   header parser), [`fnv`] (the hashes) and [`det_math`] (the logarithm
-//!   JS reproduces bit for bit) under them.
+//!   key), [`affinity`] (the `__tf_affinity` cookie), [`slow_start`]
+//!   (`SLOW_START_S`: origins back up held back from part of their
+//!   requests), [`route`] (the three composed into one request's route),
+//!   with [`cookies`] (the `Cookie` header parser), [`fnv`] (the hashes)
+//!   and [`det_math`] (the logarithm JS reproduces bit for bit) under them.
 //! - [`replay`] (whether a request may go to another origin), [`budget`]
 //!   (bodies held for replay across the isolate), [`classify`] (what counts
 //!   as a failed attempt, and what is evidence against an origin),
@@ -47,6 +48,7 @@ pub mod replay;
 pub mod report;
 pub mod route;
 pub mod shared;
+pub mod slow_start;
 pub mod steering;
 pub mod target;
 pub mod time;

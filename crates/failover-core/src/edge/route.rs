@@ -1,15 +1,18 @@
-//! One request's route: the steering policy's attempt order, session
-//! affinity on top, and the origin the request was meant for (so that
-//! `x-failover` says when it was served elsewhere). The fast path's JS twin
-//! is `route` in src/js/route.mjs; both compose the same pieces
+//! One request's route: the steering policy's attempt order, slow start's
+//! hold-back of origins still ramping up, session affinity on top, and the
+//! origin the request was meant for (so that `x-failover` says when it was
+//! served elsewhere). The fast path's JS twin is `route` in
+//! src/js/route.mjs; both compose the same pieces
 //! ([`crate::edge::steering::attempt_order`],
 //! [`affinity::with_affinity`]), which are held to
-//! tests/fixtures/steering.json.
+//! tests/fixtures/steering.json. [`route_ramped`] has no twin: the fast
+//! path is given no lease while a ramp is in effect (`Isolate::lease`).
 
 use crate::edge::affinity::AffinityMode;
 use crate::edge::affinity::{self, SetCookie};
 use crate::edge::config::WorkerConfig;
-use crate::edge::steering::attempt_order;
+use crate::edge::slow_start::{draw, held_back};
+use crate::edge::steering::{attempt_order, Policy};
 
 /// Where one request goes, decided before its first attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +48,7 @@ impl Route {
 
 /// The route for a request. `key` is its hash key (or None), `cookie_header`
 /// its Cookie header when affinity is on, `random` a uniform number in
-/// [0, 1) for `weighted`.
+/// [0, 1) for `weighted`. No origin is ramping up (see [`route_ramped`]).
 pub fn route(
     config: &WorkerConfig,
     is_up: impl Fn(usize) -> bool,
@@ -53,7 +56,44 @@ pub fn route(
     cookie_header: Option<&str>,
     random: f64,
 ) -> Route {
-    let policy_order = attempt_order(config.steering, &config.candidates(&is_up), key, random);
+    route_ramped(config, is_up, |_| 1.0, key, cookie_header, random)
+}
+
+/// [`route`] with slow start: `share(i)` is origin i's ramp share now
+/// (`SlowStart::share`; 1 for all of its requests). A ramping origin the
+/// policy would pick is held back with the rest of the probability
+/// ([`crate::edge::slow_start`]), drawn from `random` (or, under `hash`,
+/// from the key); a request an affinity cookie pins is not held back, and
+/// a held-back request was meant for the origin that serves it: no
+/// `x-failover`.
+pub fn route_ramped(
+    config: &WorkerConfig,
+    is_up: impl Fn(usize) -> bool,
+    share: impl Fn(usize) -> f64,
+    key: Option<&str>,
+    cookie_header: Option<&str>,
+    random: f64,
+) -> Route {
+    let mut policy_order = attempt_order(config.steering, &config.candidates(&is_up), key, random);
+    let policy = config.steering;
+    let held = held_back(
+        &policy_order,
+        |i| {
+            is_up(i)
+                && (policy == Policy::Failover
+                    || config.origins.get(i).is_some_and(|o| o.weight > 0))
+        },
+        &share,
+        |i| {
+            let name = config.origins.get(i).map_or("", |o| o.name.as_str());
+            draw(policy, key, random, i, name)
+        },
+    );
+    // The first origin not held back goes first; the held-back ones keep
+    // their places after it, so a failure there still tries them.
+    if let Some(at) = policy_order.iter().position(|o| !held.contains(o)) {
+        policy_order[..=at].rotate_right(1);
+    }
     let weighted_up = config
         .origins
         .iter()
@@ -71,8 +111,8 @@ pub fn route(
     });
     let meant = pinned.or_else(|| {
         attempt_order(config.steering, &config.candidates(|_| true), key, random)
-            .first()
-            .copied()
+            .into_iter()
+            .find(|o| !held.contains(o))
     });
     let plan = affinity::with_affinity(
         &config.affinity,

@@ -9,6 +9,7 @@
 //! (`FALLBACK`); this module puts them together into [`WorkerConfig`].
 
 use crate::edge::affinity::{Affinity, AffinityFailover, AffinityMode};
+use crate::edge::slow_start::SlowStart;
 use crate::edge::steering::{Candidate, HashKey, Policy};
 
 pub mod access;
@@ -25,7 +26,7 @@ use fallback::parse_fallback;
 pub use fallback::Fallback;
 use origins::parse_origins;
 pub use origins::{Origin, DEFAULT_HEALTH_PATH, DEFAULT_WEIGHT, MAX_WEIGHT};
-use vars::{choice, count, hash_key, number, seconds, silence_ms, switch};
+use vars::{choice, count, hash_key, number, seconds, silence_ms, slow_start, switch};
 pub use vars::{
     DEFAULT_AFFINITY_TTL_S, DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_HEALTH_FALL,
     DEFAULT_HEALTH_INTERVAL_MS, DEFAULT_HEALTH_RISE, DEFAULT_REPLAY_BODY_MAX_BYTES,
@@ -72,6 +73,8 @@ pub struct WorkerConfig {
     pub affinity: Affinity,
     /// `FALLBACK`: the page a GET or HEAD gets once every origin failed.
     pub fallback: Option<Fallback>,
+    /// `SLOW_START_S` and `SLOW_START_MIN_PCT`.
+    pub slow_start: SlowStart,
 }
 
 impl WorkerConfig {
@@ -170,6 +173,7 @@ impl WorkerConfig {
                 )?,
             },
             fallback: parse_fallback(get("FALLBACK"), &get)?,
+            slow_start: slow_start(&get)?,
         })
     }
 
@@ -239,6 +243,8 @@ mod tests {
         assert_eq!(c.steering, Policy::Failover);
         assert_eq!(c.hash_key, HashKey::ClientIp);
         assert_eq!(c.fallback, None);
+        assert_eq!(c.slow_start, SlowStart::default());
+        assert!(!c.slow_start.is_on());
         assert_eq!(
             c.affinity,
             Affinity {
@@ -354,6 +360,25 @@ mod tests {
         );
         assert_eq!(c.status_token.as_deref(), Some("s3cret"));
         assert_eq!(c.replay_body_max_bytes, 0);
+    }
+
+    #[test]
+    fn slow_start_settings() {
+        let c = parse(&[
+            ("ORIGINS", TWO),
+            ("SLOW_START_S", "\"60\""),
+            ("SLOW_START_MIN_PCT", " 25 "),
+        ])
+        .expect("valid");
+        assert_eq!(
+            c.slow_start,
+            SlowStart {
+                window: std::time::Duration::from_secs(60),
+                min_pct: 25
+            }
+        );
+        let off = parse(&[("ORIGINS", TWO), ("SLOW_START_S", "0")]).expect("valid");
+        assert!(!off.slow_start.is_on());
     }
 
     #[test]
@@ -635,6 +660,26 @@ mod tests {
             (
                 &[("ORIGINS", TWO), ("AFFINITY_TTL_S", "1h")],
                 "AFFINITY_TTL_S",
+                "not a whole number",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SLOW_START_S", "3601")],
+                "SLOW_START_S",
+                "is out of range; expected 0 to 3600",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SLOW_START_S", "1m")],
+                "SLOW_START_S",
+                "not a whole number",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SLOW_START_MIN_PCT", "101")],
+                "SLOW_START_MIN_PCT",
+                "is out of range; expected 0 to 100",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SLOW_START_MIN_PCT", "12.5")],
+                "SLOW_START_MIN_PCT",
                 "not a whole number",
             ),
             (

@@ -131,6 +131,11 @@ pub fn add_replay_buffer(doc: &mut Value, budget: &crate::edge::budget::ReplayBu
     });
 }
 
+/// A ramp share as the status shows it: whole percent, None at 100 %.
+fn ramp_pct(share: f64) -> Option<u64> {
+    (share < 1.0).then(|| (share * 100.0).floor() as u64)
+}
+
 /// The status document, for [`status`] to print and [`page::html`] and
 /// [`text::render`] to render.
 pub fn status_document(
@@ -164,6 +169,9 @@ pub fn status_document(
                 }),
                 "colo": h.colo_view().map(view),
                 "global": h.global_view().map(view),
+                // The share of its requests it gets while slow start ramps
+                // it up (whole percent, rounded down); null when not ramping.
+                "slow_start_pct": ramp_pct(config.slow_start.share(h.up_since_ms(), now_ms)),
             })
         })
         .collect();
@@ -183,6 +191,10 @@ pub fn status_document(
         }),
         // Which kind of fallback page is configured; never its URL or text.
         "fallback": config.fallback.as_ref().map(|f| f.kind()),
+        "slow_start": json!({
+            "window_s": config.slow_start.window.as_secs(),
+            "min_pct": config.slow_start.min_pct,
+        }),
         "origins": origins,
     })
 }
@@ -226,6 +238,8 @@ mod tests {
         assert_eq!(doc["origins"][1]["last_error"], Value::Null);
         assert_eq!(doc["origins"][0]["colo"], Value::Null);
         assert_eq!(doc["fallback"], Value::Null);
+        assert_eq!(doc["origins"][1]["slow_start_pct"], Value::Null);
+        assert_eq!(doc["slow_start"], json!({"window_s": 0, "min_pct": 10}));
         h.adopt(
             1,
             SharedVerdict {
