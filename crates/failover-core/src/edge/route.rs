@@ -183,6 +183,36 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever the health, the ramp shares and the draw: the ramped
+        /// route holds every origin once, an up origin first whenever one
+        /// is up, down ones last, and the origin it was meant for first
+        /// whenever that one is up; with no origin ramping it is the plain
+        /// route.
+        #[test]
+        fn a_ramped_route_is_a_route(
+            policy in proptest::sample::select(vec!["failover", "weighted", "hash"]),
+            up in proptest::collection::vec(proptest::bool::ANY, 3),
+            shares in proptest::collection::vec(0.0f64..=1.0, 3),
+            key in proptest::option::of("[a-z0-9]{0,6}"),
+            random in 0.0f64..1.0,
+        ) {
+            let c = config(&[("STEERING", policy)]);
+            let ramped = route_ramped(&c, |i| up[i], |i| shares[i], key.as_deref(), None, random);
+            let mut sorted = ramped.order.clone();
+            sorted.sort_unstable();
+            proptest::prop_assert_eq!(sorted, vec![0, 1, 2]);
+            let ups = up.iter().filter(|&&u| u).count();
+            proptest::prop_assert!(ramped.order[..ups].iter().all(|&i| up[i]));
+            if up[ramped.intended] {
+                proptest::prop_assert_eq!(ramped.order[0], ramped.intended);
+            }
+            let plain = route(&c, |i| up[i], key.as_deref(), None, random);
+            let unramped = route_ramped(&c, |i| up[i], |_| 1.0, key.as_deref(), None, random);
+            proptest::prop_assert_eq!(plain, unramped);
+        }
+    }
+
     #[test]
     fn a_valid_cookie_pins_while_up_and_is_intended_while_down() {
         let c = config(&[("AFFINITY", "cookie")]);
