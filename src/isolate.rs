@@ -97,9 +97,12 @@ impl Isolate {
 
     /// The fast path's lease, if any origin is up (`edge::Isolate::lease`),
     /// once the fast path's answers have had their say.
+    /// The fast path's lease, if any origin is up and no slow-start ramp is
+    /// in effect (`edge::Isolate::lease`), once the fast path's answers
+    /// have had their say.
     pub fn lease(&self) -> Option<Lease> {
         self.reconsider_shared_downs();
-        self.state.borrow().lease()
+        self.state.borrow().lease(clock::now_ms())
     }
 
     /// Origins down on a shared verdict alone that the fast path has since
@@ -124,6 +127,11 @@ impl Isolate {
     /// Whether the health map calls some origin up.
     pub fn any_up(&self) -> bool {
         self.state.borrow().first_up().is_some()
+    }
+
+    /// Whether some origin is up or forced up (`edge::Isolate::any_serving`).
+    pub fn any_serving(&self) -> bool {
+        self.state.borrow().any_serving()
     }
 
     /// When periodic work is next due (ms since the epoch).

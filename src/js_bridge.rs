@@ -1,9 +1,9 @@
 //! Every JS function the Rust shell imports, in one leaf module: the lease
 //! (src/js/lease.mjs), silence (src/js/silence.mjs), the attempt
 //! (src/js/attempt.mjs), the colo read and a timer (src/js/colo.mjs), the
-//! admin API's bounded body read (src/js/admin.mjs) and the checker's
-//! deliveries (src/js/notify.mjs). Nothing here depends on the rest of the
-//! shell.
+//! admin API's bounded body read (src/js/admin.mjs), the checker's
+//! deliveries (src/js/notify.mjs) and the fallback page
+//! (src/js/fallback.mjs). Nothing here depends on the rest of the shell.
 
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
@@ -83,4 +83,18 @@ extern "C" {
         headers: &web_sys::Headers,
         timeout_ms: u32,
     ) -> js_sys::Promise;
+}
+
+#[wasm_bindgen(module = "/src/js/fallback.mjs")]
+extern "C" {
+    /// One GET or HEAD of the fallback page's URL, aborted after
+    /// `timeout_ms`; resolves like `attempt_js`.
+    pub fn fallback_fetch_js(url: &str, method: &str, timeout_ms: u32) -> js_sys::Promise;
+    /// The 503 the client gets: `res`'s body streamed (or `page`), with
+    /// Retry-After, x-failover: fallback and Cache-Control: no-store.
+    pub fn fallback_response_js(
+        res: Option<&web_sys::Response>,
+        page: Option<&str>,
+        retry_after_s: f64,
+    ) -> web_sys::Response;
 }

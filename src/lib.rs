@@ -11,6 +11,7 @@
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
 //! - [`forward`]: one attempt against one origin, with its timeout.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
+//! - [`fallback`]: the `FALLBACK` page when no origin answered.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`consult`]: the global checker's answer (verdicts and overrides)
@@ -60,6 +61,7 @@ mod checker;
 mod clock;
 mod colo;
 mod consult;
+mod fallback;
 mod fast;
 mod forward;
 mod isolate;

@@ -1,7 +1,8 @@
 //! The full path: the whole request, the slow and complete way. Bodies, the
-//! status endpoint, due probes and shared-health reads, and the walk over
-//! the origins after a failed attempt (the fast path, src/js/entry.mjs,
-//! hands its failures here through `fast::fetch_after`).
+//! status endpoint, due probes and shared-health reads, the walk over the
+//! origins after a failed attempt (the fast path, src/js/entry.mjs, hands
+//! its failures here through `fast::fetch_after`), and the fallback page
+//! when that walk finds no answer.
 
 use std::rc::Rc;
 
@@ -11,7 +12,7 @@ use failover_core::edge::attempts::{AfterFailure, Attempts};
 use failover_core::edge::classify::Failure;
 use failover_core::edge::overrides::{last_resort, Standing};
 use failover_core::edge::replay::BodyPlan;
-use failover_core::edge::route::{route, Route};
+use failover_core::edge::route::{route_ramped, Route};
 use failover_core::edge::target::{is_status_request, reserved_subpath, upstream_url};
 use worker::{js_sys, web_sys, Context, Env};
 
@@ -19,7 +20,7 @@ use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
 use crate::isolate::Isolate;
 use crate::{
-    access, admin, checker, clock, colo, js_bridge, log, periodic, probe, respond, status,
+    access, admin, checker, clock, colo, fallback, js_bridge, log, periodic, probe, respond, status,
 };
 
 /// The whole request, the slow and complete way. `first` is an attempt the
@@ -142,6 +143,17 @@ pub async fn proxy(
         }
         let next = attempts.after_failure(failure);
         log::attempt_failed(config, current, &method, failure, &next);
+        // No origin answered this GET or HEAD: the fallback page, if one
+        // is configured and can be had, instead of today's error.
+        if config.fallback.is_some()
+            && failover_core::edge::fallback::serves(&method, &next, isolate.any_serving())
+        {
+            forward::discard(failed_response.take());
+            if let Some(res) = fallback::answer(isolate, &method).await {
+                forward::discard(app_answer.map(|(_, res)| res));
+                return res;
+            }
+        }
         match next {
             AfterFailure::TryOrigin(i) => {
                 forward::discard(failed_response);
@@ -181,8 +193,8 @@ pub async fn proxy(
     }
 }
 
-/// The pure half of a request's walk: its route (steering, affinity,
-/// silent origins routed around as if down) and the attempts over it, with
+/// The pure half of a request's walk: its route (steering, slow start,
+/// affinity, silent origins routed around as if down) and the attempts over it, with
 /// `first_tried` (the fast path's failed attempt) first. What src/warm.rs
 /// runs once per instance, so the first failover is not its first run.
 pub fn plan(
@@ -209,10 +221,15 @@ pub fn plan(
         .collect();
     let standings = isolate.standings();
     let is_up = |i: usize| health.is_up(i) && !silent.get(i).copied().unwrap_or(false);
-    let route = route(
+    // Origins back up lately get part of their requests (slow start), unless
+    // an override says otherwise (`route_ramped`).
+    let now = clock::now_ms();
+    let slow_start = config.slow_start;
+    let route = route_ramped(
         config,
         is_up,
         &standings,
+        |i| slow_start.share(health.up_since_ms(i), now),
         config.hash_key.key_in(key_header.as_deref()),
         cookies.as_deref(),
         random,

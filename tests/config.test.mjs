@@ -22,6 +22,9 @@ const cases = [
   ["timeout not a number", { ORIGINS: ok, ATTEMPT_TIMEOUT_MS: "6s" }, /ATTEMPT_TIMEOUT_MS: is not a whole number/],
   ["rise out of range", { ORIGINS: ok, HEALTH_RISE: 0 }, /HEALTH_RISE: is out of range/],
   ["interval too small", { ORIGINS: ok, HEALTH_INTERVAL_MS: 1 }, /HEALTH_INTERVAL_MS: is out of range/],
+  ["slow start not a number", { ORIGINS: ok, SLOW_START_S: "-60" }, /SLOW_START_S: is not a whole number; expected 0 to 3600/],
+  ["slow start too long", { ORIGINS: ok, SLOW_START_S: 86400 }, /SLOW_START_S: is out of range; expected 0 to 3600/],
+  ["slow start minimum over 100", { ORIGINS: ok, SLOW_START_MIN_PCT: 101 }, /SLOW_START_MIN_PCT: is out of range; expected 0 to 100/],
 ];
 
 for (const [name, vars, expected] of cases) {

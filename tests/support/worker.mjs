@@ -11,17 +11,31 @@ const build = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", ".."
 
 // `dir`: another build of the Worker (a test build such as panic-test);
 // `durableObjects`: its Durable Object bindings (the global checker).
-export async function startWorker(bindings, { dir = build, durableObjects } = {}) {
+// `outbound`: Miniflare's outboundService, a function that answers every
+// fetch the Worker makes (to reach an https host on a loopback origin).
+// `preamble`: JS run in the Worker's global scope before its first request
+// (e.g. a seeded Math.random, so that what a test asserts on random routing
+// is the same on every run); the built Worker itself is unchanged.
+export async function startWorker(bindings, { dir = build, durableObjects, outbound, preamble } = {}) {
   const logs = [];
+  const entry =
+    preamble === undefined
+      ? [{ type: "ESModule", path: path.join(dir, "index.js") }]
+      : [
+          {
+            type: "ESModule",
+            path: path.join(dir, "test-entry.mjs"),
+            contents: `export * from "./index.js";\nexport { default } from "./index.js";\n${preamble}\n`,
+          },
+          { type: "ESModule", path: path.join(dir, "index.js") },
+        ];
   const mf = new Miniflare({
-    modules: [
-      { type: "ESModule", path: path.join(dir, "index.js") },
-      { type: "CompiledWasm", path: path.join(dir, "index_bg.wasm") },
-    ],
+    modules: [...entry, { type: "CompiledWasm", path: path.join(dir, "index_bg.wasm") }],
     modulesRoot: dir,
     compatibilityDate: COMPAT_DATE,
     bindings,
     durableObjects,
+    ...(outbound === undefined ? {} : { outboundService: outbound }),
     handleRuntimeStdio(stdout, stderr) {
       for (const stream of [stdout, stderr]) {
         stream.setEncoding("utf8");

@@ -50,6 +50,9 @@ pub struct OriginHealth {
     /// the origin is down) started, and whether it is still out.
     confirm_started_ms: Option<u64>,
     confirm_in_flight: bool,
+    /// When the origin came back up, for slow start: None while it is down,
+    /// and while it has been up since before anything this map knows.
+    up_since_ms: Option<u64>,
 }
 
 impl OriginHealth {
@@ -92,6 +95,13 @@ impl OriginHealth {
     pub fn global_view(&self) -> Option<SharedVerdict> {
         self.global
     }
+    /// When the origin came back up (slow start's ramp begins there): this
+    /// map's own flip, or the flip an adopted or agreeing shared verdict
+    /// carries. None while it is down, and while it has been up since
+    /// before anything this map knows (a cold isolate's presumption).
+    pub fn up_since_ms(&self) -> Option<u64> {
+        self.up_since_ms.filter(|_| self.streak.is_up())
+    }
 }
 
 /// Longer than any probe can take (the attempt timeout is at most 100 s);
@@ -128,6 +138,7 @@ impl HealthMap {
             global: None,
             confirm_started_ms: None,
             confirm_in_flight: false,
+            up_since_ms: None,
         };
         HealthMap {
             origins: vec![fresh; origin_count],
@@ -155,6 +166,11 @@ impl HealthMap {
         self.origins.get(origin).is_some_and(|o| o.streak.is_up())
     }
 
+    /// When `origin` came back up (`OriginHealth::up_since_ms`).
+    pub fn up_since_ms(&self, origin: usize) -> Option<u64> {
+        self.origins.get(origin).and_then(OriginHealth::up_since_ms)
+    }
+
     /// Healthy origins first, then down ones, each group in priority order:
     /// when everything is down the request still tries every origin.
     pub fn attempt_order(&self) -> Vec<usize> {
@@ -178,6 +194,7 @@ impl HealthMap {
         entry.last_change_ms = Some(now_ms);
         entry.last_source = Source::Local;
         entry.next_probe_ms = after(now_ms, interval);
+        entry.up_since_ms = None;
         Some(Transition {
             origin,
             from: Verdict::Up,
@@ -249,6 +266,7 @@ impl HealthMap {
         entry.last_change_ms = Some(now_ms);
         entry.last_source = Source::Local;
         entry.next_probe_ms = after(now_ms, interval);
+        entry.up_since_ms = (flipped == Verdict::Up).then_some(now_ms);
         let reason = match result {
             None => format!("{} good probes", entry.streak.good_streak()),
             Some(failure) => failure.label(),
@@ -333,6 +351,10 @@ impl HealthMap {
             return None;
         }
         entry.last_evidence_ms = shared.since_ms;
+        // An "up" that is news came back up then, whether or not this map
+        // ever saw it down: slow start ramps from there, in every isolate
+        // that hears of it, as in the one whose probes found it.
+        entry.up_since_ms = (shared.verdict == Verdict::Up).then_some(shared.since_ms);
         let from = entry.streak.verdict();
         if from == shared.verdict {
             return None;
@@ -379,6 +401,8 @@ impl HealthMap {
         entry.streak.reset(Verdict::Up);
         entry.last_change_ms = Some(seen_ms);
         entry.last_source = Source::Local;
+        // It was serving all along: nothing to ramp.
+        entry.up_since_ms = None;
         Some(Transition {
             origin,
             from: Verdict::Down,
@@ -434,6 +458,41 @@ mod tests {
         assert!(!map.down_by_shared_verdict(1));
         assert_eq!(map.answered_after_shared(1, 3_000), None);
         assert!(!map.is_up(1));
+    }
+
+    #[test]
+    fn up_since_is_when_it_came_back_from_any_source() {
+        let mut map = HealthMap::new(3, 2, 1, EVERY);
+        assert_eq!(map.up_since_ms(0), None, "a cold isolate's presumption");
+        map.record_failure(0, Failure::Timeout, 1_000);
+        assert_eq!(map.up_since_ms(0), None, "down");
+        map.record_probe(0, None, 16_000);
+        assert_eq!(map.up_since_ms(0), None, "one good probe of two");
+        map.record_probe(0, None, 31_000);
+        assert_eq!(map.up_since_ms(0), Some(31_000), "its own probes");
+        map.record_failure(0, Failure::Refused, 40_000);
+        assert_eq!(map.up_since_ms(0), None, "a failure during the ramp");
+        // Another isolate's or the checker's up: adopted, with its time.
+        let back = shared(Verdict::Up, 45_000);
+        assert!(map.adopt(0, back, Source::Colo, 46_000, AGE).is_some());
+        assert_eq!(map.up_since_ms(0), Some(45_000));
+        // A cold isolate that never saw origin 1 down hears it came back.
+        assert_eq!(map.adopt(1, back, Source::Global, 46_000, AGE), None);
+        assert_eq!(
+            map.up_since_ms(1),
+            Some(45_000),
+            "an agreeing up is news too"
+        );
+        // ... unless it has heard from the origin itself since.
+        map.record_success(2, 45_500);
+        assert_eq!(map.adopt(2, back, Source::Colo, 46_000, AGE), None);
+        assert_eq!(map.up_since_ms(2), None);
+        // A stale shared down undone by an answer: it was serving all along.
+        let down = shared(Verdict::Down, 50_000);
+        assert!(map.adopt(2, down, Source::Colo, 50_100, AGE).is_some());
+        assert!(map.answered_after_shared(2, 50_200).is_some());
+        assert_eq!(map.up_since_ms(2), None);
+        assert_eq!(map.up_since_ms(9), None, "no such origin");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Everything one Worker isolate keeps between requests, and the two
 //! questions its shell asks of it: which origin the fast path may send
 //! requests to on its own (the [`Lease`], good until a change to the health
-//! map revokes it), and when periodic work (a probe, a colo read, a checker
+//! map revokes it, and never granted while a slow-start ramp could move a
+//! request), and when periodic work (a probe, a colo read, a checker
 //! consultation) is next due. Periodic work ends no lease: the request that
 //! finds it due is sent as usual, and the work runs beside it, in the
 //! background (`ctx.waitUntil`), so no request waits for a cache read.
@@ -23,6 +24,8 @@ use crate::edge::events::origin_event;
 use crate::edge::health::{HealthMap, Transition};
 use crate::edge::overrides::{Overrides, Standing};
 use crate::edge::shared::{colo_key, colo_read_every, Cadence};
+use crate::edge::slow_start::{self, SlowStart};
+use crate::edge::steering::Policy;
 use crate::edge::time::after;
 use crate::notify::history::History;
 use crate::notify::Event;
@@ -71,6 +74,10 @@ pub struct Isolate {
     changes_seen: u64,
     /// When each origin's failure was last reported to the checker.
     reported_ms: Vec<Option<u64>>,
+    /// What `lease` needs to know whether a slow-start ramp is in effect.
+    slow_start: SlowStart,
+    policy: Policy,
+    weights: Vec<u32>,
 }
 
 /// The location's copy of the checker's answer: its keys and read cadence.
@@ -132,6 +139,9 @@ impl Isolate {
             recent: History::new(RECENT_CHANGES),
             changes_seen: 0,
             reported_ms: vec![None; config.origins.len()],
+            slow_start: config.slow_start,
+            policy: config.steering,
+            weights: config.origins.iter().map(|o| o.weight).collect(),
         }
     }
 
@@ -377,14 +387,20 @@ impl Isolate {
     /// The fast path's lease: the first origin requests may go to, and when
     /// periodic work is next due. None when no origin may take requests (the
     /// full path walks them all, held ones first, and waits for the colo's
-    /// verdicts first: one may say an origin is back), and while an origin
-    /// drains under affinity (its pinned requests are the full path's).
-    pub fn lease(&self) -> Option<Lease> {
+    /// verdicts first: one may say an origin is back), while an origin
+    /// drains under affinity (its pinned requests are the full path's), and
+    /// while a slow-start ramp is in effect at `now_ms` (the full path holds
+    /// requests back; the fast path, which knows nothing of ramps, gets its
+    /// lease again once the ramp is over).
+    pub fn lease(&self, now_ms: u64) -> Option<Lease> {
         if self.pins && self.standings.contains(&Standing::Draining) {
             return None;
         }
         let n = self.health.len();
         let origin = (0..n).find(|&i| self.routable(i))?;
+        if self.ramp_in_effect(now_ms) {
+            return None;
+        }
         let intended = (0..n).find(|&i| self.intendable(i)).unwrap_or(0);
         Some(Lease {
             origin,
@@ -393,9 +409,42 @@ impl Isolate {
         })
     }
 
+    /// Whether a slow-start ramp can move a request at `now_ms`
+    /// (`slow_start::in_effect` over the origins the policy picks from that
+    /// requests may go to, overrides folded in as `route_ramped` folds
+    /// them: only an `auto` origin ramps). Nothing to compute with slow
+    /// start off.
+    pub fn ramp_in_effect(&self, now_ms: u64) -> bool {
+        if !self.slow_start.is_on() {
+            return false;
+        }
+        let tier: Vec<f64> = (0..self.health.len())
+            .filter(|&i| {
+                let weighted = self.weights.get(i).is_some_and(|&w| w > 0);
+                self.routable(i) && (self.policy == Policy::Failover || weighted)
+            })
+            .map(|i| {
+                if self.standing(i).ramps() {
+                    self.slow_start.share(self.health.up_since_ms(i), now_ms)
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        slow_start::in_effect(self.policy, &tier)
+    }
+
     /// The first origin the health map calls up, in priority order.
     pub fn first_up(&self) -> Option<usize> {
         (0..self.health.len()).find(|&i| self.health.is_up(i))
+    }
+
+    /// Whether the site is up somewhere, for the fallback page
+    /// (`fallback::serves`: an app's 5xx stays the client's answer then):
+    /// an origin the health map calls up, or one an operator forced up,
+    /// whose word stands against the checks.
+    pub fn any_serving(&self) -> bool {
+        self.first_up().is_some() || self.standings.contains(&Standing::ForcedUp)
     }
 }
 
@@ -403,6 +452,9 @@ impl Isolate {
 #[derive(PartialEq, Eq)]
 struct Routing {
     up: Vec<bool>,
+    /// When each origin came back up: a new one may start a slow-start
+    /// ramp without any verdict flipping here (another isolate's "up").
+    up_since: Vec<Option<u64>>,
     next_probe_ms: Option<u64>,
     standings: Vec<Standing>,
 }
@@ -411,19 +463,24 @@ impl Routing {
     fn of(health: &HealthMap, standings: &[Standing]) -> Routing {
         Routing {
             up: (0..health.len()).map(|i| health.is_up(i)).collect(),
+            up_since: (0..health.len()).map(|i| health.up_since_ms(i)).collect(),
             next_probe_ms: health.next_probe_ms(),
             standings: standings.to_vec(),
         }
     }
 
-    /// A verdict flipped, or a probe fell due earlier than the lease knew.
+    /// A verdict flipped, an origin came back up (a ramp may have begun),
+    /// or a probe fell due earlier than the lease knew.
     fn moved_from(&self, before: &Routing) -> bool {
         let earlier = match (self.next_probe_ms, before.next_probe_ms) {
             (Some(now), Some(then)) => now < then,
             (Some(_), None) => true,
             (None, _) => false,
         };
-        self.up != before.up || self.standings != before.standings || earlier
+        self.up != before.up
+            || self.up_since != before.up_since
+            || self.standings != before.standings
+            || earlier
     }
 }
 
@@ -462,7 +519,7 @@ mod tests {
             0,
             "the first colo read and consultation"
         );
-        assert_eq!(isolate.lease(), lease(0, 0));
+        assert_eq!(isolate.lease(0), lease(0, 0));
     }
 
     #[test]
@@ -472,9 +529,9 @@ mod tests {
         assert!(isolate.take_global_read(1_000));
         assert!(!isolate.take_colo_read(1_100), "at most every 250 ms");
         assert_eq!(isolate.next_due_ms(), 1_250);
-        assert_eq!(isolate.lease(), lease(0, 1_250));
+        assert_eq!(isolate.lease(0), lease(0, 1_250));
         assert!(isolate.take_colo_read(1_300));
-        assert_eq!(isolate.lease(), lease(0, 1_550));
+        assert_eq!(isolate.lease(0), lease(0, 1_550));
     }
 
     #[test]
@@ -485,7 +542,7 @@ mod tests {
         ]));
         assert!(!isolate.take_colo_read(0));
         assert!(isolate.take_global_read(1_000));
-        assert_eq!(isolate.lease(), lease(0, 16_000));
+        assert_eq!(isolate.lease(0), lease(0, 16_000));
     }
 
     #[test]
@@ -499,15 +556,75 @@ mod tests {
         assert_eq!(after, LeaseAfter::Revoked);
         // b serves now. Work is next due at the checker's consultation, just
         // before a's probe (one interval after the flip).
-        assert_eq!(isolate.lease(), lease(1, 15_000));
+        assert_eq!(isolate.lease(0), lease(1, 15_000));
         assert_eq!(isolate.health().next_probe_ms(), Some(15_020));
         let (_, after) = isolate.change_health(|h| h.record_failure(1, Failure::Refused, 40));
         assert_eq!(after, LeaseAfter::Revoked);
         assert_eq!(
-            isolate.lease(),
+            isolate.lease(0),
             None,
             "no origin up: the full path walks them all"
         );
+    }
+
+    #[test]
+    fn no_lease_while_a_ramp_can_move_a_request() {
+        use crate::edge::shared::{SharedVerdict, Source};
+        use crate::streak::Verdict;
+        let mut isolate = Isolate::new(&config(&[
+            ("COLO_HEALTH", "off"),
+            ("HEALTH_RISE", "1"),
+            ("SLOW_START_S", "60"),
+        ]));
+        isolate.take_global_read(0);
+        let (_, after) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
+        assert_eq!(after, LeaseAfter::Revoked);
+        assert_eq!(isolate.lease(2_000), lease(1, 15_000), "b serves");
+        let (_, after) = isolate.change_health(|h| h.record_probe(0, None, 16_000));
+        assert_eq!(after, LeaseAfter::Revoked, "a came back: its ramp begins");
+        for now in [16_000, 30_000, 75_999] {
+            assert!(isolate.ramp_in_effect(now), "{now}");
+            assert_eq!(isolate.lease(now), None, "{now}: the full path routes");
+        }
+        assert!(!isolate.ramp_in_effect(76_000));
+        assert_eq!(isolate.lease(76_000), lease(0, 15_000), "the ramp is over");
+        // With b down there is no one to hold a back for: no ramp in effect.
+        isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 80_000));
+        isolate.change_health(|h| h.record_probe(0, None, 95_000));
+        isolate.change_health(|h| h.record_failure(1, Failure::Timeout, 96_000));
+        assert!(!isolate.ramp_in_effect(96_000));
+        assert_eq!(isolate.lease(96_000), lease(0, 15_000));
+        // Another isolate's news that b came back (this one never saw it
+        // down and up) revokes the lease and starts b's ramp, which under
+        // failover moves no request while a serves.
+        let mut cold = Isolate::new(&config(&[("COLO_HEALTH", "off"), ("SLOW_START_S", "60")]));
+        cold.take_global_read(0);
+        let back = SharedVerdict {
+            verdict: Verdict::Up,
+            since_ms: 100_000,
+            confirmed_ms: 100_000,
+        };
+        let (_, after) = cold
+            .change_health(|h| h.adopt(1, back, Source::Global, 100_500, Duration::from_secs(30)));
+        assert_eq!(after, LeaseAfter::Revoked);
+        assert!(
+            !cold.ramp_in_effect(100_500),
+            "failover: a serves, b's ramp moves nothing"
+        );
+        let weighted = Isolate::new(&config(&[("STEERING", "weighted"), ("SLOW_START_S", "60")]));
+        let mut weighted = weighted;
+        weighted
+            .change_health(|h| h.adopt(1, back, Source::Colo, 100_500, Duration::from_secs(30)));
+        assert!(
+            weighted.ramp_in_effect(100_500),
+            "weighted: b's share is held back"
+        );
+        assert_eq!(weighted.lease(100_500), None);
+        // Slow start off: never.
+        let mut off = Isolate::new(&config(&[("STEERING", "weighted")]));
+        off.change_health(|h| h.adopt(1, back, Source::Colo, 100_500, Duration::from_secs(30)));
+        assert!(!off.ramp_in_effect(100_500));
+        assert!(off.lease(100_500).is_some());
     }
 
     #[test]
@@ -608,7 +725,7 @@ mod tests {
             isolate.set_overrides(disabled, 2_000, 2_000),
             LeaseAfter::Revoked
         );
-        let moved = isolate.lease().expect("b takes requests");
+        let moved = isolate.lease(0).expect("b takes requests");
         assert_eq!(
             (moved.origin, moved.failover),
             (1, false),
@@ -624,7 +741,7 @@ mod tests {
             LeaseAfter::Revoked,
             "the TTL ran out"
         );
-        assert_eq!(isolate.lease().map(|l| l.origin), Some(0));
+        assert_eq!(isolate.lease(0).map(|l| l.origin), Some(0));
         assert!(!isolate.overrides_in_force());
 
         // An older answer (a slower cache) does not undo a newer one.
@@ -639,7 +756,7 @@ mod tests {
             h.record_failure(0, crate::edge::classify::Failure::Timeout, 61_000)
         });
         assert_eq!(
-            isolate.lease().map(|l| (l.origin, l.failover)),
+            isolate.lease(0).map(|l| (l.origin, l.failover)),
             Some((1, true))
         );
         let forced = table(2, &[(0, over(Mode::ForceUp, None, 0))]);
@@ -648,7 +765,7 @@ mod tests {
             LeaseAfter::Revoked
         );
         assert_eq!(
-            isolate.lease().map(|l| (l.origin, l.failover)),
+            isolate.lease(0).map(|l| (l.origin, l.failover)),
             Some((0, false))
         );
 
@@ -661,7 +778,74 @@ mod tests {
             ],
         );
         isolate.set_overrides(held, 4_000, 61_000);
-        assert_eq!(isolate.lease(), None);
+        assert_eq!(isolate.lease(0), None);
+    }
+
+    /// Overrides × slow start: a ramp keeps the lease from the fast path
+    /// only where it can move a request, overrides folded in as
+    /// `route_ramped` folds them.
+    #[test]
+    fn overrides_fold_into_whether_a_ramp_is_in_effect() {
+        use crate::edge::overrides::Mode;
+        let mut isolate = Isolate::new(&config(&[
+            ("COLO_HEALTH", "off"),
+            ("HEALTH_RISE", "1"),
+            ("SLOW_START_S", "60"),
+        ]));
+        isolate.take_global_read(0);
+        isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
+        isolate.change_health(|h| h.record_probe(0, None, 16_000));
+        assert_eq!(isolate.lease(20_000), None, "a ramps up against b");
+        // Forced up: a gets all of its requests at once.
+        let forced = table(2, &[(0, over(Mode::ForceUp, None, 0))]);
+        assert_eq!(
+            isolate.set_overrides(forced, 2_000, 20_000),
+            LeaseAfter::Revoked
+        );
+        assert!(!isolate.ramp_in_effect(20_000));
+        assert_eq!(
+            isolate.lease(20_000).map(|l| (l.origin, l.failover)),
+            Some((0, false))
+        );
+        // b disabled: nobody to hold a back to, so no ramp.
+        let b_held = table(2, &[(1, over(Mode::Disable, None, 0))]);
+        isolate.set_overrides(b_held, 3_000, 20_000);
+        assert!(!isolate.ramp_in_effect(20_000));
+        assert_eq!(isolate.lease(20_000).map(|l| l.origin), Some(0));
+        // a disabled: b serves, and a's ramp brings nothing back to it.
+        let a_held = table(2, &[(0, over(Mode::Disable, Some(40_000), 0))]);
+        isolate.set_overrides(a_held, 4_000, 20_000);
+        assert_eq!(
+            isolate.lease(20_000).map(|l| (l.origin, l.failover)),
+            Some((1, false))
+        );
+        // Auto again by its TTL, within the window of a's up verdict: the
+        // ramp from that verdict goes on to its end (the override itself
+        // starts none).
+        assert_eq!(isolate.tick_overrides(40_000), LeaseAfter::Revoked);
+        assert!(isolate.ramp_in_effect(40_000));
+        assert_eq!(isolate.lease(40_000), None);
+        assert_eq!(isolate.lease(76_000).map(|l| l.origin), Some(0));
+    }
+
+    #[test]
+    fn a_forced_up_origin_keeps_the_site_up_for_the_fallback_page() {
+        use crate::edge::overrides::Mode;
+        let mut isolate = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
+        assert!(isolate.any_serving());
+        isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
+        isolate.change_health(|h| h.record_failure(1, Failure::Timeout, 1_000));
+        assert!(!isolate.any_serving(), "every origin down");
+        let forced = table(2, &[(1, over(Mode::ForceUp, Some(60_000), 0))]);
+        isolate.set_overrides(forced, 2_000, 2_000);
+        assert!(isolate.any_serving());
+        isolate.tick_overrides(60_000);
+        assert!(!isolate.any_serving(), "the force-up ran out");
+        // A disabled origin that is up still counts: the walk tries it last.
+        let mut held = Isolate::new(&config(&[]));
+        held.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
+        held.set_overrides(table(2, &[(1, over(Mode::Disable, None, 0))]), 2_000, 2_000);
+        assert!(held.any_serving());
     }
 
     #[test]
@@ -671,7 +855,7 @@ mod tests {
         let drain = table(2, &[(0, over(Mode::Drain, None, 30))]);
         isolate.set_overrides(drain.clone(), 1_000, 2_000);
         assert_eq!(
-            isolate.lease(),
+            isolate.lease(0),
             None,
             "pinned clients keep the draining origin"
         );
@@ -681,13 +865,13 @@ mod tests {
         );
         assert_eq!(isolate.tick_overrides(31_000), LeaseAfter::Revoked);
         assert_eq!(
-            isolate.lease().map(|l| (l.origin, l.failover)),
+            isolate.lease(0).map(|l| (l.origin, l.failover)),
             Some((1, false))
         );
         // Without affinity a drain is a hold at once.
         let mut plain = Isolate::new(&config(&[]));
         plain.set_overrides(drain, 1_000, 2_000);
-        assert_eq!(plain.lease().map(|l| l.origin), Some(1));
+        assert_eq!(plain.lease(0).map(|l| l.origin), Some(1));
     }
 
     #[test]

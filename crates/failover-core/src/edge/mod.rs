@@ -10,14 +10,17 @@
 //! - [`target`]: the only way an upstream URL is built; the status-endpoint
 //!   match.
 //! - [`steering`] (`STEERING`: the policy's attempt order, weight and hash
-//!   key), [`affinity`] (the `__tf_affinity` cookie), [`route`] (both
-//!   composed into one request's route, overrides folded in), with [`cookies`] (the `Cookie`
-//!   header parser), [`fnv`] (the hashes) and [`det_math`] (the logarithm
-//!   JS reproduces bit for bit) under them.
+//!   key), [`affinity`] (the `__tf_affinity` cookie), [`slow_start`]
+//!   (`SLOW_START_S`: origins back up held back from part of their
+//!   requests), [`route`] (the three composed into one request's route,
+//!   overrides folded in), with [`cookies`] (the `Cookie` header parser),
+//!   [`fnv`] (the hashes) and [`det_math`] (the logarithm JS reproduces bit
+//!   for bit) under them.
 //! - [`replay`] (whether a request may go to another origin), [`budget`]
 //!   (bodies held for replay across the isolate), [`classify`] (what counts
 //!   as a failed attempt, and what is evidence against an origin),
-//!   [`attempts`] (one request's walk over the origins).
+//!   [`attempts`] (one request's walk over the origins), [`fallback`] (the
+//!   `FALLBACK` page when that walk found no answer).
 //! - [`health`] (the isolate's origin health map), [`expect`] (which probe
 //!   statuses mean healthy), [`shared`] (verdicts shared through the colo
 //!   cache and the global checker).
@@ -50,6 +53,7 @@ pub mod cookies;
 pub mod det_math;
 pub mod events;
 pub mod expect;
+pub mod fallback;
 pub mod fnv;
 pub mod health;
 pub mod isolate;
@@ -58,6 +62,7 @@ pub mod replay;
 pub mod report;
 pub mod route;
 pub mod shared;
+pub mod slow_start;
 pub mod steering;
 pub mod target;
 pub mod time;

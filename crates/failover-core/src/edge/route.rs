@@ -1,16 +1,19 @@
-//! One request's route: the steering policy's attempt order, session
-//! affinity on top, and the origin the request was meant for (so that
-//! `x-failover` says when it was served elsewhere). The fast path's JS twin
-//! is `route` in src/js/route.mjs; both compose the same pieces
+//! One request's route: the steering policy's attempt order, slow start's
+//! hold-back of origins still ramping up, session affinity on top, and the
+//! origin the request was meant for (so that `x-failover` says when it was
+//! served elsewhere), with operators' overrides folded in. The fast path's
+//! JS twin is `route` in src/js/route.mjs; both compose the same pieces
 //! ([`crate::edge::steering::attempt_order`],
 //! [`affinity::with_affinity`]), which are held to
-//! tests/fixtures/steering.json.
+//! tests/fixtures/steering.json. [`route_ramped`] has no twin: the fast
+//! path is given no lease while a ramp is in effect (`Isolate::lease`).
 
 use crate::edge::affinity::AffinityMode;
 use crate::edge::affinity::{self, SetCookie};
 use crate::edge::config::WorkerConfig;
 use crate::edge::overrides::Standing;
-use crate::edge::steering::attempt_order;
+use crate::edge::slow_start::{draw, held_back};
+use crate::edge::steering::{attempt_order, Policy};
 
 /// Where one request goes, decided before its first attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,13 +69,64 @@ pub fn route(
     cookie_header: Option<&str>,
     random: f64,
 ) -> Route {
+    route_ramped(config, is_up, standing, |_| 1.0, key, cookie_header, random)
+}
+
+/// [`route`] with slow start: `share(i)` is origin i's ramp share now
+/// (`SlowStart::share`; 1 for all of its requests). A ramping origin the
+/// policy would pick is held back with the rest of the probability
+/// ([`crate::edge::slow_start`]), drawn from `random` (or, under `hash`,
+/// from the key); a request an affinity cookie pins is not held back, and
+/// a held-back request was meant for the origin that serves it: no
+/// `x-failover`.
+///
+/// With overrides, the ramp applies only where health decides
+/// ([`Standing::ramps`]): a forced-up origin gets all of its requests at
+/// once, and a drained or disabled one is not routable at all, so no ramp
+/// lets requests back to it; nor is a request held back *to* one (the
+/// ramping origin then takes it, as when no other origin is up).
+pub fn route_ramped(
+    config: &WorkerConfig,
+    is_up: impl Fn(usize) -> bool,
+    standing: &[Standing],
+    share: impl Fn(usize) -> f64,
+    key: Option<&str>,
+    cookie_header: Option<&str>,
+    random: f64,
+) -> Route {
     let standing_of = |i: usize| standing.get(i).copied().unwrap_or(Standing::Auto);
     let cookie_pin = match config.affinity.mode {
         AffinityMode::Cookie => affinity::pinned_origin(&config.origins, cookie_header),
         AffinityMode::Off => None,
     };
     let routable = |i: usize| standing_of(i).routable(is_up(i), cookie_pin == Some(i));
-    let policy_order = attempt_order(config.steering, &config.candidates(routable), key, random);
+    let mut policy_order =
+        attempt_order(config.steering, &config.candidates(routable), key, random);
+    let policy = config.steering;
+    let held = held_back(
+        &policy_order,
+        |i| {
+            routable(i)
+                && (policy == Policy::Failover
+                    || config.origins.get(i).is_some_and(|o| o.weight > 0))
+        },
+        |i| {
+            if standing_of(i).ramps() {
+                share(i)
+            } else {
+                1.0
+            }
+        },
+        |i| {
+            let name = config.origins.get(i).map_or("", |o| o.name.as_str());
+            draw(policy, key, random, i, name)
+        },
+    );
+    // The first origin not held back goes first; the held-back ones keep
+    // their places after it, so a failure there still tries them.
+    if let Some(at) = policy_order.iter().position(|o| !held.contains(o)) {
+        policy_order[..=at].rotate_right(1);
+    }
     let weighted_up = config
         .origins
         .iter()
@@ -91,8 +145,8 @@ pub fn route(
             key,
             random,
         )
-        .first()
-        .copied()
+        .into_iter()
+        .find(|o| !held.contains(o))
     });
     let plan = affinity::with_affinity(
         &config.affinity,
@@ -160,6 +214,107 @@ mod tests {
                 assert_eq!(one_down.order[0], one_down.intended, "random {random}");
             }
             assert_eq!(*one_down.order.last().unwrap(), 1, "down origins last");
+        }
+    }
+
+    fn standing_in() -> impl proptest::strategy::Strategy<Value = Standing> {
+        proptest::sample::select(vec![
+            Standing::Auto,
+            Standing::Auto,
+            Standing::ForcedUp,
+            Standing::Draining,
+            Standing::Held,
+        ])
+    }
+
+    proptest::proptest! {
+        /// Whatever the health, the overrides, the ramp shares and the
+        /// draw: the ramped route holds every origin once, an origin
+        /// requests may go to first whenever there is one (a held-back
+        /// request never lands on a drained, disabled or down origin while
+        /// another may take it), and the origin it was meant for first
+        /// whenever requests may go to it; with no origin ramping it is the
+        /// plain route, and a ramp on an origin that is not `auto` changes
+        /// nothing.
+        #[test]
+        fn a_ramped_route_is_a_route(
+            policy in proptest::sample::select(vec!["failover", "weighted", "hash"]),
+            up in proptest::collection::vec(proptest::bool::ANY, 3),
+            standing in proptest::collection::vec(standing_in(), 3),
+            shares in proptest::collection::vec(0.0f64..=1.0, 3),
+            key in proptest::option::of("[a-z0-9]{0,6}"),
+            random in 0.0f64..1.0,
+        ) {
+            let c = config(&[("STEERING", policy)]);
+            let ramped = route_ramped(
+                &c, |i| up[i], &standing, |i| shares[i], key.as_deref(), None, random,
+            );
+            let mut sorted = ramped.order.clone();
+            sorted.sort_unstable();
+            proptest::prop_assert_eq!(sorted, vec![0, 1, 2]);
+            let routable = |i: usize| standing[i].routable(up[i], false);
+            let n = (0..3).filter(|&i| routable(i)).count();
+            proptest::prop_assert!(ramped.order[..n].iter().all(|&i| routable(i)));
+            if routable(ramped.intended) {
+                proptest::prop_assert_eq!(ramped.order[0], ramped.intended);
+            }
+            let plain = route(&c, |i| up[i], &standing, key.as_deref(), None, random);
+            let unramped = route_ramped(
+                &c, |i| up[i], &standing, |_| 1.0, key.as_deref(), None, random,
+            );
+            proptest::prop_assert_eq!(&plain, &unramped);
+            let auto_only = route_ramped(
+                &c,
+                |i| up[i],
+                &standing,
+                |i| if standing[i] == Standing::Auto { shares[i] } else { 1.0 },
+                key.as_deref(),
+                None,
+                random,
+            );
+            proptest::prop_assert_eq!(ramped, auto_only);
+        }
+    }
+
+    /// Overrides × slow start × pin, under `failover`, with a share of 0
+    /// (held back whenever another origin may take the request) or 1: where
+    /// the request goes first, and whom it was meant for.
+    #[test]
+    fn overrides_and_slow_start_combine() {
+        use Standing::*;
+        let c = config(&[("AFFINITY", "cookie")]);
+        let pin_a = format!("__tf_affinity={}", affinity::cookie_value(&c.origins, 0));
+        // (standings, ramping: share 0, cookie, first, intended)
+        type Row<'a> = (&'a [Standing], &'a [usize], Option<&'a str>, usize, usize);
+        let table: &[Row] = &[
+            // A ramping primary is held back to b: b was meant, no x-failover.
+            (&[Auto, Auto, Auto], &[0], None, 1, 1),
+            // Forced up: all of its requests at once.
+            (&[ForcedUp, Auto, Auto], &[0], None, 0, 0),
+            // Held back past b, ramping too, to c.
+            (&[Auto, Auto, Auto], &[0, 1], None, 2, 2),
+            // a disabled: b ramps against c.
+            (&[Held, Auto, Auto], &[1], None, 2, 2),
+            // Nobody but disabled origins to hold b back to: b takes it.
+            (&[Held, Auto, Held], &[1], None, 1, 1),
+            // A ramping origin is not held back to a draining one.
+            (&[Auto, Draining, Held], &[0], None, 0, 0),
+            // A forced-up b takes what a ramping a gives way.
+            (&[Auto, ForcedUp, Auto], &[0], None, 1, 1),
+            // Disabled and ramping: no ramp brings requests back to it.
+            (&[Held, Auto, Auto], &[0], None, 1, 1),
+            // Pinned requests are not ramped, draining or not.
+            (&[Auto, Auto, Auto], &[0], Some(&pin_a), 0, 0),
+            (&[Draining, Auto, Auto], &[0], Some(&pin_a), 0, 0),
+        ];
+        for (standing, ramping, cookie, first, intended) in table {
+            let share = |i: usize| if ramping.contains(&i) { 0.0 } else { 1.0 };
+            let r = route_ramped(&c, |_| true, standing, share, None, *cookie, 0.5);
+            assert_eq!(
+                (r.order[0], r.intended),
+                (*first, *intended),
+                "{standing:?} ramping {ramping:?} {cookie:?}"
+            );
         }
     }
 

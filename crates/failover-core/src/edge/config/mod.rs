@@ -6,15 +6,17 @@
 //! Layout: [`error`] (what an error shows, and to whom), [`vars`] (the
 //! plain settings), [`urls`] (an origin's URL), [`access`] (Access service
 //! tokens), [`origins`] (`ORIGINS`, using the two before), [`notify`]
-//! (`NOTIFY`: webhooks whose URLs are secrets); this module puts them
-//! together into [`WorkerConfig`].
+//! (`NOTIFY`: webhooks whose URLs are secrets), [`fallback`] (`FALLBACK`);
+//! this module puts them together into [`WorkerConfig`].
 
 use crate::edge::affinity::{Affinity, AffinityFailover, AffinityMode};
+use crate::edge::slow_start::SlowStart;
 use crate::edge::steering::{Candidate, HashKey, Policy};
 use crate::notify::Webhook;
 
 pub mod access;
 pub mod error;
+pub mod fallback;
 pub mod notify;
 pub mod origins;
 pub mod urls;
@@ -23,11 +25,13 @@ pub mod vars;
 pub use access::AccessToken;
 use error::error;
 pub use error::ConfigError;
+use fallback::parse_fallback;
+pub use fallback::Fallback;
 use notify::parse_notify;
 pub use notify::{CHECKER_BINDING, DEFAULT_NOTIFY_MIN_INTERVAL_S};
 use origins::parse_origins;
 pub use origins::{Origin, DEFAULT_HEALTH_PATH, DEFAULT_WEIGHT, MAX_WEIGHT};
-use vars::{choice, count, hash_key, number, seconds, silence_ms, switch};
+use vars::{choice, count, hash_key, number, seconds, silence_ms, slow_start, switch};
 pub use vars::{
     DEFAULT_AFFINITY_TTL_S, DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_HEALTH_FALL,
     DEFAULT_HEALTH_INTERVAL_MS, DEFAULT_HEALTH_RISE, DEFAULT_REPLAY_BODY_MAX_BYTES,
@@ -81,14 +85,18 @@ pub struct WorkerConfig {
     /// `NOTIFY_MIN_INTERVAL_S`: at most one message per origin this often
     /// (the flap guard); 0 = every change.
     pub notify_min_interval_s: u64,
+    /// `FALLBACK`: the page a GET or HEAD gets once every origin failed.
+    pub fallback: Option<Fallback>,
+    /// `SLOW_START_S` and `SLOW_START_MIN_PCT`.
+    pub slow_start: SlowStart,
 }
 
 impl WorkerConfig {
     /// Builds the config from a lookup of each setting's text (None when the
     /// setting is absent). Besides [`SETTINGS`], the lookup is asked for the
-    /// vars that origins' `access_client_secret_var` and `NOTIFY` entries
-    /// name, and for [`CHECKER_BINDING`] (any text when that Durable Object
-    /// binding exists).
+    /// vars that origins' `access_client_secret_var`, `NOTIFY` entries and
+    /// `FALLBACK`'s `html_var` name, and for [`CHECKER_BINDING`] (any text
+    /// when that Durable Object binding exists).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let origins_text = get("ORIGINS").ok_or_else(|| {
             error(
@@ -191,6 +199,8 @@ impl WorkerConfig {
                 0,
                 86_400,
             )?,
+            fallback: parse_fallback(get("FALLBACK"), &get)?,
+            slow_start: slow_start(&get)?,
         })
     }
 
@@ -269,6 +279,9 @@ mod tests {
         assert_eq!(c.hash_key, HashKey::ClientIp);
         assert!(c.notify.is_empty());
         assert_eq!(c.notify_min_interval_s, 300);
+        assert_eq!(c.fallback, None);
+        assert_eq!(c.slow_start, SlowStart::default());
+        assert!(!c.slow_start.is_on());
         assert_eq!(
             c.affinity,
             Affinity {
@@ -410,6 +423,25 @@ mod tests {
         );
         assert_eq!(c.status_token.as_deref(), Some("s3cret"));
         assert_eq!(c.replay_body_max_bytes, 0);
+    }
+
+    #[test]
+    fn slow_start_settings() {
+        let c = parse(&[
+            ("ORIGINS", TWO),
+            ("SLOW_START_S", "\"60\""),
+            ("SLOW_START_MIN_PCT", " 25 "),
+        ])
+        .expect("valid");
+        assert_eq!(
+            c.slow_start,
+            SlowStart {
+                window: std::time::Duration::from_secs(60),
+                min_pct: 25
+            }
+        );
+        let off = parse(&[("ORIGINS", TWO), ("SLOW_START_S", "0")]).expect("valid");
+        assert!(!off.slow_start.is_on());
     }
 
     #[test]
@@ -719,6 +751,26 @@ mod tests {
             (
                 &[("ORIGINS", TWO), ("AFFINITY_TTL_S", "1h")],
                 "AFFINITY_TTL_S",
+                "not a whole number",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SLOW_START_S", "3601")],
+                "SLOW_START_S",
+                "is out of range; expected 0 to 3600",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SLOW_START_S", "1m")],
+                "SLOW_START_S",
+                "not a whole number",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SLOW_START_MIN_PCT", "101")],
+                "SLOW_START_MIN_PCT",
+                "is out of range; expected 0 to 100",
+            ),
+            (
+                &[("ORIGINS", TWO), ("SLOW_START_MIN_PCT", "12.5")],
+                "SLOW_START_MIN_PCT",
                 "not a whole number",
             ),
             (

@@ -2,7 +2,12 @@
 //! few words, `HASH_KEY` and `SILENCE_MS`. Each reads its text (None when
 //! the setting is absent: its default) and names the setting on an error.
 
+use std::time::Duration;
+
 use super::error::{error, ConfigError};
+use crate::edge::slow_start::{
+    SlowStart, DEFAULT_SLOW_START_MIN_PCT, DEFAULT_SLOW_START_S, MAX_SLOW_START_S,
+};
 use crate::edge::steering::HashKey;
 
 /// `ATTEMPT_TIMEOUT_MS` unset.
@@ -28,9 +33,10 @@ pub const DEFAULT_REPLAY_BUFFER_BUDGET_BYTES: u64 = 32 * 1024 * 1024;
 pub const DEFAULT_SILENCE_MS: u64 = 2_000;
 
 /// The names of every setting, for the shell to read. The config may also
-/// ask the lookup for the var an origin's `access_client_secret_var` or a
-/// `NOTIFY` entry's `url_var` / `secret_var` names.
-pub const SETTINGS: [&str; 19] = [
+/// ask the lookup for the var an origin's `access_client_secret_var`, a
+/// `NOTIFY` entry's `url_var` / `secret_var` or `FALLBACK`'s `html_var`
+/// names.
+pub const SETTINGS: [&str; 22] = [
     "ORIGINS",
     "ATTEMPT_TIMEOUT_MS",
     "HEALTH_INTERVAL_MS",
@@ -50,6 +56,9 @@ pub const SETTINGS: [&str; 19] = [
     "SILENCE_MS",
     "NOTIFY",
     "NOTIFY_MIN_INTERVAL_S",
+    "FALLBACK",
+    "SLOW_START_S",
+    "SLOW_START_MIN_PCT",
 ];
 
 /// One of a few words, in any case, optionally quoted.
@@ -127,6 +136,29 @@ pub(super) fn silence_ms(get: &impl Fn(&str) -> Option<String>) -> Result<u64, C
         .with_value(ms));
     }
     Ok(ms)
+}
+
+/// `SLOW_START_S` (0 = off, up to an hour) and `SLOW_START_MIN_PCT`.
+pub(super) fn slow_start(get: &impl Fn(&str) -> Option<String>) -> Result<SlowStart, ConfigError> {
+    let window_s = number(
+        get,
+        "SLOW_START_S",
+        u64::from(DEFAULT_SLOW_START_S),
+        0,
+        u64::from(MAX_SLOW_START_S),
+    )?;
+    let min_pct = number(
+        get,
+        "SLOW_START_MIN_PCT",
+        u64::from(DEFAULT_SLOW_START_MIN_PCT),
+        0,
+        100,
+    )?;
+    Ok(SlowStart {
+        window: Duration::from_secs(window_s),
+        // In range 0..=100 by the check above, so this never falls back.
+        min_pct: u32::try_from(min_pct).unwrap_or(DEFAULT_SLOW_START_MIN_PCT),
+    })
 }
 
 pub(super) fn number(

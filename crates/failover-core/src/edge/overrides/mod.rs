@@ -165,6 +165,15 @@ impl Standing {
     pub fn intendable(self) -> bool {
         matches!(self, Standing::Auto | Standing::ForcedUp)
     }
+
+    /// Whether slow start may hold the origin back from part of its
+    /// requests (`edge::slow_start`): only where health decides. A
+    /// force-up is the operator's word that it serves now, all of it; a
+    /// drained or disabled origin takes no unpinned request to ramp, and
+    /// a pinned one is never held back.
+    pub fn ramps(self) -> bool {
+        self == Standing::Auto
+    }
 }
 
 /// Every origin's override, by index in `ORIGINS`; None is `auto`.
@@ -370,6 +379,8 @@ mod tests {
             );
         }
         assert!(Auto.intendable() && ForcedUp.intendable());
+        assert!(Auto.ramps());
+        assert!(!ForcedUp.ramps() && !Draining.ramps() && !Held.ramps());
         assert!(!Draining.intendable() && !Held.intendable());
     }
 

@@ -12,7 +12,9 @@
 //!   up.
 //!
 //! An origin drained or disabled by an override serves no new traffic, one
-//! forced up serves whatever its health (and the headline says so).
+//! forced up serves whatever its health (and the headline says so). One
+//! that slow start ramps up (`slow_start_pct`) serves part of its requests
+//! so far, and the headline says how much.
 
 use serde_json::Value;
 
@@ -68,6 +70,8 @@ struct Origin<'a> {
     error: Option<&'a str>,
     decided_by: Option<&'a str>,
     forced: Option<&'a Override>,
+    /// Slow start: the share of its requests it gets so far, in percent.
+    ramp_pct: Option<u64>,
 }
 
 impl Origin<'_> {
@@ -157,6 +161,7 @@ pub fn headline(doc: &Value) -> Headline {
                 error: o["last_error"].as_str(),
                 decided_by: o["local"]["decided_by"].as_str(),
                 forced: overrides.iter().find(|v| v.origin == name),
+                ramp_pct: o["slow_start_pct"].as_u64(),
             })
         })
         .collect();
@@ -182,6 +187,17 @@ pub fn headline(doc: &Value) -> Headline {
             headline.tone = Tone::Degraded;
             headline.text = headline.text.replacen("healthy", "serving", 1);
         }
+    }
+    let ramping: Vec<String> = origins
+        .iter()
+        .filter_map(|o| Some(format!("{} at {} %", o.name, o.ramp_pct?)))
+        .collect();
+    if !ramping.is_empty() {
+        headline.text.push_str(&format!(
+            "; slow start: {} of {} requests",
+            ramping.join(", "),
+            if ramping.len() == 1 { "its" } else { "their" }
+        ));
     }
     headline
 }
@@ -510,6 +526,35 @@ mod tests {
         // A cleared override (mode null) is no override.
         forced["overrides"] = json!({"primary": {"mode": null}});
         assert_eq!(headline(&forced).tone, Tone::Failover);
+    }
+
+    #[test]
+    fn a_ramp_says_how_far_along_it_is() {
+        let mut d = doc(
+            "failover",
+            &[
+                ("primary", "up", 1, Some(AT_1130), None, "local"),
+                ("replica", "up", 1, None, None, "local"),
+            ],
+        );
+        d["origins"][0]["slow_start_pct"] = json!(25);
+        let h = headline(&d);
+        assert_eq!(h.tone, Tone::Healthy);
+        assert_eq!(
+            h.text,
+            "All origins healthy; slow start: primary at 25 % of its requests"
+        );
+        d["origins"][1]["slow_start_pct"] = json!(60);
+        assert!(headline(&d)
+            .text
+            .ends_with("; slow start: primary at 25 %, replica at 60 % of their requests"));
+        d["origins"][0]["slow_start_pct"] = json!("25");
+        d["origins"][1]["slow_start_pct"] = Value::Null;
+        assert_eq!(
+            headline(&d).text,
+            "All origins healthy",
+            "not a number: none"
+        );
     }
 
     #[test]

@@ -83,6 +83,12 @@ pub fn instance_ready(config: &WorkerConfig) -> String {
     .to_string()
 }
 
+/// `{"event":"fallback_failed",...}`: a request that should have had the
+/// fallback page gets today's error instead; `reason` names no URL.
+pub fn fallback_failed(reason: &str) -> String {
+    json!({ "event": "fallback_failed", "reason": reason }).to_string()
+}
+
 /// `{"event":"config_error",...}`: logged once per isolate, with the
 /// offending value, which the response to visitors never shows.
 pub fn config_error(problem: &str, value: Option<&str>) -> String {
@@ -143,8 +149,24 @@ pub fn add_global_health(doc: &mut Value, on: bool) {
 /// the same object as `GET {STATUS_PATH}/origins` shows, as this isolate
 /// knows it): `mode`, `set_at`, `expires_at`, `drain_s`, `in_effect`, and a
 /// `warning` for `force-up`.
+///
+/// An origin slow start does not ramp because of its override
+/// (`Standing::ramps`: forced up, drained, disabled) has its
+/// `slow_start_pct` set to null: the share shown is the one routing applies.
 pub fn add_overrides(doc: &mut Value, config: &WorkerConfig, overrides: &Overrides, now_ms: u64) {
     doc["overrides"] = crate::edge::overrides::api::by_name(config, overrides, now_ms);
+    for (i, standing) in overrides.standings(now_ms).into_iter().enumerate() {
+        if standing.ramps() {
+            continue;
+        }
+        let entry = doc
+            .get_mut("origins")
+            .and_then(|origins| origins.get_mut(i))
+            .and_then(Value::as_object_mut);
+        if let Some(entry) = entry {
+            entry.insert("slow_start_pct".to_string(), Value::Null);
+        }
+    }
 }
 
 /// `{"event":"override",...}`: the checker stored an operator's change, or
@@ -218,6 +240,11 @@ pub fn delivery(webhook: &str, event: &Event, status: Option<u16>, result: &str)
     .to_string()
 }
 
+/// A ramp share as the status shows it: whole percent, None at 100 %.
+fn ramp_pct(share: f64) -> Option<u64> {
+    (share < 1.0).then(|| (share * 100.0).floor() as u64)
+}
+
 /// The status document, for [`status`] to print and [`page::html`] and
 /// [`text::render`] to render.
 pub fn status_document(
@@ -251,6 +278,9 @@ pub fn status_document(
                 }),
                 "colo": h.colo_view().map(view),
                 "global": h.global_view().map(view),
+                // The share of its requests it gets while slow start ramps
+                // it up (whole percent, rounded down); null when not ramping.
+                "slow_start_pct": ramp_pct(config.slow_start.share(h.up_since_ms(), now_ms)),
             })
         })
         .collect();
@@ -276,6 +306,12 @@ pub fn status_document(
             "signed": w.secret.is_some(),
         })).collect::<Vec<_>>(),
         "notify_min_interval_s": config.notify_min_interval_s,
+        // Which kind of fallback page is configured; never its URL or text.
+        "fallback": config.fallback.as_ref().map(|f| f.kind()),
+        "slow_start": json!({
+            "window_s": config.slow_start.window.as_secs(),
+            "min_pct": config.slow_start.min_pct,
+        }),
         "origins": origins,
     })
 }
@@ -323,6 +359,9 @@ mod tests {
         let mut with = doc.clone();
         add_global_health(&mut with, true);
         assert_eq!(with["global_health"], true);
+        assert_eq!(doc["fallback"], Value::Null);
+        assert_eq!(doc["origins"][1]["slow_start_pct"], Value::Null);
+        assert_eq!(doc["slow_start"], json!({"window_s": 0, "min_pct": 10}));
         h.adopt(
             1,
             SharedVerdict {
@@ -405,6 +444,67 @@ mod tests {
         );
     }
 
+    /// `slow_start_pct` is the share routing applies: an origin ramping up
+    /// shows it, unless an override stops the ramp (`Standing::ramps`).
+    #[test]
+    fn a_ramping_origin_shows_its_share_unless_an_override_stops_the_ramp() {
+        use crate::edge::overrides::Mode;
+        let c = WorkerConfig::from_vars(|k| match k {
+            "ORIGINS" => Some(r#"[{"name":"primary","url":"https://a.example"},{"name":"replica","url":"https://b.example"}]"#.to_string()),
+            "SLOW_START_S" => Some("60".to_string()),
+            _ => None,
+        })
+        .expect("valid");
+        let mut h = HealthMap::new(2, 2, 1, std::time::Duration::from_secs(15));
+        h.record_failure(0, Failure::Timeout, 1_000);
+        h.record_probe(0, None, 16_000);
+        h.record_probe(0, None, 31_000);
+        let build = BuildInfo {
+            version: "1",
+            revision: "r",
+        };
+        let doc = super::status_document(&c, &h, build, 46_000);
+        assert_eq!(doc["origins"][0]["slow_start_pct"], 25);
+        assert_eq!(doc["origins"][1]["slow_start_pct"], Value::Null);
+        assert_eq!(doc["slow_start"], json!({"window_s": 60, "min_pct": 10}));
+        for (mode, pct) in [
+            (Mode::Auto, json!(25)),
+            (Mode::ForceUp, Value::Null),
+            (Mode::Drain, Value::Null),
+            (Mode::Disable, Value::Null),
+        ] {
+            let mut table = Overrides::none(2);
+            table.set(
+                0,
+                Override {
+                    mode,
+                    set_at_ms: 40_000,
+                    expires_at_ms: None,
+                    drain: std::time::Duration::from_secs(300),
+                },
+            );
+            let mut with = doc.clone();
+            add_overrides(&mut with, &c, &table, 46_000);
+            assert_eq!(with["origins"][0]["slow_start_pct"], pct, "{mode:?}");
+        }
+        // A document without origins, or with odd ones, is left as it is.
+        let mut forced = Overrides::none(2);
+        forced.set(
+            1,
+            Override {
+                mode: Mode::ForceUp,
+                set_at_ms: 40_000,
+                expires_at_ms: None,
+                drain: std::time::Duration::ZERO,
+            },
+        );
+        for odd in [json!({}), json!({"origins": [1]}), json!({"origins": 7})] {
+            let mut with = odd.clone();
+            add_overrides(&mut with, &c, &forced, 46_000);
+            assert_eq!(with["origins"], odd["origins"]);
+        }
+    }
+
     #[test]
     fn events_newest_first_with_whose_view_and_no_receiver_url() {
         let c = WorkerConfig::from_vars(|k| {
@@ -475,5 +575,10 @@ mod tests {
         let line: Value =
             serde_json::from_str(&config_error("bad \"x\"", Some("\"x\""))).expect("json");
         assert_eq!(line["error"], "bad \"x\"");
+        let line: Value = serde_json::from_str(&fallback_failed("status 500")).expect("json");
+        assert_eq!(
+            line,
+            json!({"event":"fallback_failed","reason":"status 500"})
+        );
     }
 }

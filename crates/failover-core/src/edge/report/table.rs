@@ -98,6 +98,7 @@ pub fn table(doc: &Value) -> StatusTable {
     .into_iter()
     .filter_map(|(what, key)| Some((what, duration(doc[key].as_u64()?))))
     .chain(rise.map(|r| ("good probes to come back up", r.to_string())))
+    .chain(slow_start(&doc["slow_start"]).map(|ramp| ("slow start", ramp)))
     .collect();
     let headline = headline(doc);
     let headline_detail = headline
@@ -120,6 +121,13 @@ pub fn table(doc: &Value) -> StatusTable {
         changes: changes::read(doc),
         settings,
     }
+}
+
+/// `SLOW_START_S` and its minimum, when on: "60 s from 10 %".
+fn slow_start(ramp: &Value) -> Option<String> {
+    let window = ramp["window_s"].as_u64().filter(|&w| w > 0)?;
+    let min = ramp["min_pct"].as_u64()?;
+    Some(format!("{window} s from {min} %"))
 }
 
 fn origins(doc: &Value) -> &[Value] {
@@ -199,6 +207,10 @@ fn row(
         other => format!("decided by {}", other.map_or_else(unknown, str::to_string)),
     };
     let mut state_cell = vec![state.clone(), decided_by];
+    // Up and ramping (slow start): how much of its traffic it gets so far.
+    if let Some(pct) = origin["slow_start_pct"].as_u64() {
+        state_cell.push(format!("slow start: {pct} % of its requests"));
+    }
     // Down, the good streak is the way back: how far along it is.
     if state == "down" {
         let good = origin["good_streak"]
@@ -418,6 +430,31 @@ pub(crate) mod tests {
             .headline
             .text
             .ends_with("; replica FORCED UP by an override, whatever its health"));
+    }
+
+    #[test]
+    fn a_ramping_origin_says_how_far_along_it_is() {
+        let mut doc = document();
+        doc["origins"][1]["slow_start_pct"] = json!(25);
+        doc["slow_start"] = json!({"window_s": 60, "min_pct": 10});
+        let t = table(&doc);
+        assert_eq!(
+            t.rows[1][1],
+            vec![
+                "up".to_string(),
+                "decided by this isolate".to_string(),
+                "slow start: 25 % of its requests".to_string()
+            ]
+        );
+        assert_eq!(
+            t.settings.last(),
+            Some(&("slow start", "60 s from 10 %".to_string()))
+        );
+        doc["slow_start"] = json!({"window_s": 0, "min_pct": 10});
+        assert!(table(&doc)
+            .settings
+            .iter()
+            .all(|(what, _)| *what != "slow start"));
     }
 
     #[test]
