@@ -74,6 +74,13 @@ impl WorkerConfig {
     /// setting is absent). Besides [`SETTINGS`], the lookup is asked for the
     /// vars that origins' `access_client_secret_var` name.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
+        WorkerConfig::from_var_source(&get)
+    }
+
+    /// `from_vars`' body, not generic: the Worker reads its config from two
+    /// places (an isolate and the global checker), and two copies of the
+    /// whole parser cost 5 KB of the Worker's gzipped Wasm.
+    fn from_var_source(get: &dyn Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let origins_text = get("ORIGINS").ok_or_else(|| {
             error(
                 "ORIGINS",
