@@ -8,9 +8,11 @@
 //! JS sends requests without entering Wasm at all; any change to the health
 //! map's routing revokes it (`Isolate::change_health`). Periodic work (probes,
 //! colo reads, checker consultations) ends no lease: the request that finds
-//! it due starts it in the background (`periodic_work`). The full path
-//! (`fetch`, `fetch_after`) does all other work: bodies, the status
-//! endpoint, a failed attempt. `make bench` measured the two Wasm
+//! it due starts it in the background (`periodic_work`). A small body the
+//! fast path reads into a buffer itself, holding its bytes on the replay
+//! budget (`hold_body`, `release_body`: two small synchronous calls). The
+//! full path (`fetch`, `fetch_after`) does all other work: large or chunked
+//! bodies, the status endpoint, a failed attempt. `make bench` measured the two Wasm
 //! calls per request this replaces at about 3% of throughput.
 
 use failover_core::edge::affinity;
@@ -47,7 +49,7 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
             .collect::<js_sys::Array>()
             .into()
     };
-    let fields: [(&str, JsValue); 6] = [
+    let fields: [(&str, JsValue); 7] = [
         ("names", strings(&|o| o.name.clone())),
         ("bases", strings(&|o| o.base.clone())),
         (
@@ -56,6 +58,10 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
         ),
         ("statusPath", status_path),
         ("silenceMs", JsValue::from_f64(config.silence_ms as f64)),
+        (
+            "replayMax",
+            JsValue::from_f64(config.replay_body_max_bytes as f64),
+        ),
         ("steer", steering(config, &isolate.tokens())),
     ];
     Some(object(&fields))
@@ -192,9 +198,34 @@ pub async fn periodic_work(env: Env, ctx: worker::worker_sys::Context) -> f64 {
     isolate.next_due_ms() as f64
 }
 
+/// Takes `bytes` from the isolate's replay budget for a body the fast path
+/// is about to read into a buffer (src/js/entry.mjs): true when they are
+/// held. The fast path gives them back (`release_body`) once the request's
+/// attempts are over, as the full path's `body::Held` does; false sends the
+/// request down the full path, which streams the body and reports why.
+#[wasm_bindgen]
+pub fn hold_body(env: &Env, bytes: f64) -> bool {
+    let Loaded::Ready(isolate) = isolate::load(env) else {
+        return false;
+    };
+    // Bound first: the budget's borrow must end before `isolate` does.
+    let held = isolate.budget_mut().try_hold(bytes as u64);
+    held
+}
+
+/// Gives back what `hold_body` took.
+#[wasm_bindgen]
+pub fn release_body(env: &Env, bytes: f64) {
+    if let Loaded::Ready(isolate) = isolate::load(env) {
+        isolate.budget_mut().release(bytes as u64);
+    }
+}
+
 /// The fast path's attempt against `origin` did not succeed; `result` is
 /// what `attempt_js` resolved to, `random` the number its route used (NaN
-/// when it had none). The full path takes it from there.
+/// when it had none), `body` the request's body if it read one (an
+/// ArrayBuffer whose bytes it holds on the replay budget; undefined
+/// otherwise). The full path takes it from there.
 #[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
 pub async fn fetch_after(
     req: web_sys::Request,
@@ -203,6 +234,7 @@ pub async fn fetch_after(
     origin: usize,
     result: JsValue,
     random: f64,
+    body: JsValue,
 ) -> web_sys::Response {
     let ctx = Context::new(ctx);
     let isolate = match isolate::load(&env) {
@@ -211,5 +243,15 @@ pub async fn fetch_after(
     };
     let first = forward::outcome(forward::sent_from_js(result));
     let random = (0.0..1.0).contains(&random).then_some(random);
-    proxy(req, &isolate, &env, &ctx, Some((origin, first)), random).await
+    let buffered = (!body.is_undefined()).then_some(body);
+    proxy(
+        req,
+        &isolate,
+        &env,
+        &ctx,
+        Some((origin, first)),
+        random,
+        buffered,
+    )
+    .await
 }

@@ -12,6 +12,7 @@ use failover_core::edge::classify::Failure;
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::route::{route, Route};
 use failover_core::edge::target::{is_status_request, upstream_url};
+use worker::wasm_bindgen::JsValue;
 use worker::{js_sys, web_sys, Context, Env};
 
 use crate::body::{self, BodyError};
@@ -21,7 +22,8 @@ use crate::{access, clock, colo, js_bridge, log, periodic, probe, respond, statu
 
 /// The whole request, the slow and complete way. `first` is an attempt the
 /// fast path (src/js/entry.mjs) already made and that did not succeed: the
-/// walk over the origins picks up from there.
+/// walk over the origins picks up from there; `buffered`, the body it read
+/// for that attempt (see `RequestBody::prepare`).
 pub async fn proxy(
     req: web_sys::Request,
     isolate: &Rc<Isolate>,
@@ -29,6 +31,7 @@ pub async fn proxy(
     ctx: &Context,
     mut first: Option<(usize, Outcome)>,
     random: Option<f64>,
+    buffered: Option<JsValue>,
 ) -> web_sys::Response {
     let config = &isolate.config;
     let url = req.url();
@@ -42,7 +45,7 @@ pub async fn proxy(
         return status::answer(&req, isolate);
     }
     let method = req.method();
-    let body = match body::RequestBody::prepare(&req, &method, isolate).await {
+    let body = match body::RequestBody::prepare(&req, &method, isolate, buffered).await {
         Ok(body) => body,
         Err(BodyError::Unreadable) => {
             return respond::plain(400, "the request body could not be read")

@@ -1,12 +1,14 @@
 // The fast path's pure JS on its own, in Node: the URL join and status-path
-// check (src/js/lease.mjs `upstreamUrl`) and the response rules
-// (src/js/rules.mjs), held to tests/fixtures/fast-path.json, whose every row
+// check (src/js/lease.mjs `upstreamUrl`), the response rules
+// (src/js/rules.mjs) and which bodies it buffers (src/js/body.mjs), held to
+// tests/fixtures/fast-path.json, whose every row
 // crates/failover-core/tests/fast_path_fixture.rs holds the Rust twins to.
 // The same hostile paths go through the whole Worker in forwarding.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { configure, grant, instance, lease, revoke_lease, takeWork, upstreamUrl, workDone, WORK_LOST_MS } from "../src/js/lease.mjs";
 import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
+import { bufferedLength } from "../src/js/body.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
 const ORIGIN = FAST_PATH.origin;
@@ -102,6 +104,17 @@ test("Access login hosts (isAccessLogin, is_access_login)", () => {
     assert.equal(isAccessLogin(row.location), row.login, JSON.stringify(row));
   }
   assert.equal(isAccessLogin(null), false, "no Location header");
+});
+
+test("bodies: the fast path buffers a subset of what Rust buffers (bufferedLength, BodyPlan::choose)", () => {
+  const { cap, cases } = FAST_PATH.bodies;
+  for (const row of cases) {
+    if (row.fast !== FULL_PATH) {
+      assert.equal(row.plan, "buffered", `the fast path buffers only what the full path would: ${JSON.stringify(row)}`);
+      assert.ok(row.method !== "GET" && row.method !== "HEAD", JSON.stringify(row));
+    }
+    assert.equal(bufferedLength(row.method, row.content_length, cap) ?? FULL_PATH, row.fast, JSON.stringify(row));
+  }
 });
 
 test("attempt results are named as in Rust (classify::ATTEMPT_*)", () => {

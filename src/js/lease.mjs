@@ -16,6 +16,7 @@ export const instance = {
   bases: [], // scheme://authority, no path, per origin
   timeoutMs: 0,
   silenceMs: 0, // SILENCE_MS; 0: off
+  replayMax: 0, // REPLAY_BODY_MAX_BYTES: the largest body the fast path buffers
   statusPath: undefined, // set when the status endpoint is on
   // With a steering policy, affinity or an Access token: what route.mjs
   // needs to route each request (src/fast.rs `steering`, plus `names`,
@@ -51,6 +52,7 @@ export function configure(config, id) {
   instance.bases = config.bases;
   instance.timeoutMs = config.timeoutMs;
   instance.silenceMs = config.silenceMs;
+  instance.replayMax = config.replayMax;
   instance.statusPath = config.statusPath;
   instance.steer = config.steer;
   if (instance.steer !== undefined) {
