@@ -1,9 +1,10 @@
 //! Colo-wide health through the Cache API (`caches.default`): when this
 //! isolate flips an origin, it writes the verdict under a synthetic key
 //! (`shared::colo_key`: the deployment's own, never another Worker's) with
-//! a short TTL; every isolate of the location reads those keys (at most every
-//! 250 ms, before choosing an origin), so one discovery of a dead primary
-//! costs one client a timeout per location instead of one per isolate.
+//! a short TTL; the location's other isolates read those keys (at most
+//! every 250 ms, beside a request, while some origin is down for them or
+//! an attempt of theirs waits: `edge::Isolate::colo_read_wanted`), so they
+//! route around a dead primary without each finding it out for itself.
 //! Only works on a custom domain (the Cache API is a no-op on workers.dev).
 
 use std::rc::Rc;

@@ -49,7 +49,7 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
             .collect::<js_sys::Array>()
             .into()
     };
-    let fields: [(&str, JsValue); 7] = [
+    let fields: [(&str, JsValue); 8] = [
         ("names", strings(&|o| o.name.clone())),
         ("bases", strings(&|o| o.base.clone())),
         (
@@ -62,6 +62,10 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
             "replayMax",
             JsValue::from_f64(config.replay_body_max_bytes as f64),
         ),
+        (
+            "suspectMs",
+            JsValue::from_f64(isolate.suspect_after_ms() as f64),
+        ),
         ("steer", steering(config, &isolate.tokens())),
     ];
     Some(object(&fields))
@@ -69,7 +73,8 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
 
 /// The lease, or None when the full path must take every request (a broken
 /// config, no healthy origin): which origin, when periodic work is next
-/// due, and (under steering) which origins are up. An object with the
+/// due, from when a waiting attempt may start a colo read, and (under
+/// steering) which origins are up. An object with the
 /// fields of `lease` in src/js/lease.mjs. It holds until a health change
 /// revokes it.
 #[wasm_bindgen]
@@ -87,9 +92,10 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     } else {
         JsValue::UNDEFINED
     };
-    let fields: [(&str, JsValue); 3] = [
+    let fields: [(&str, JsValue); 4] = [
         ("origin", JsValue::from_f64(lease.origin as f64)),
         ("workDue", JsValue::from_f64(lease.work_due_ms as f64)),
+        ("coloDue", JsValue::from_f64(lease.colo_due_ms as f64)),
         ("healthy", healthy),
     ];
     Some(object(&fields))
@@ -187,15 +193,22 @@ fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
 /// The periodic work a fast-path request found due (src/js/entry.mjs runs
 /// this in `ctx.waitUntil`, after its attempt is on its way): checker
 /// consultation, due probes, the colo read. Resolves to when work is next
-/// due, for the lease (`workDue` in lease.mjs).
+/// due, for the lease: an object with its `workDue` and `coloDue`
+/// (lease.mjs `workDone`).
 #[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
-pub async fn periodic_work(env: Env, ctx: worker::worker_sys::Context) -> f64 {
-    let Loaded::Ready(isolate) = isolate::load(&env) else {
-        return f64::INFINITY;
+pub async fn periodic_work(env: Env, ctx: worker::worker_sys::Context) -> js_sys::Object {
+    let (work_due, colo_due) = match isolate::load(&env) {
+        Loaded::Ready(isolate) => {
+            let ctx = Context::new(ctx);
+            crate::periodic::run(&isolate, &env, &ctx).await;
+            (isolate.next_due_ms() as f64, isolate.colo_due_ms() as f64)
+        }
+        Loaded::Broken(_) => (f64::INFINITY, f64::INFINITY),
     };
-    let ctx = Context::new(ctx);
-    crate::periodic::run(&isolate, &env, &ctx).await;
-    isolate.next_due_ms() as f64
+    object(&[
+        ("workDue", JsValue::from_f64(work_due)),
+        ("coloDue", JsValue::from_f64(colo_due)),
+    ])
 }
 
 /// Takes `bytes` from the isolate's replay budget for a body the fast path

@@ -27,6 +27,9 @@ extern "C" {
     /// Whether `origin` is silent now (src/js/silence.mjs: the one
     /// definition both paths use).
     pub fn is_silent(origin: usize, silence_ms: f64, timeout_ms: f64) -> bool;
+    /// Whether some origin has had an attempt outstanding for `for_ms` or
+    /// longer (src/js/silence.mjs `isWaiting`).
+    pub fn is_waiting(for_ms: f64, timeout_ms: f64) -> bool;
 }
 
 // The attempt itself is JS (shared with the fast path in entry.mjs): one

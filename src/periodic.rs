@@ -1,6 +1,8 @@
 //! The isolate's periodic work: the global checker's consultation, probes
 //! of down origins and the colo's shared verdicts, each at most as often as
-//! its cadence (`failover_core::edge::Isolate::next_due_ms`). None of it is
+//! its cadence (`failover_core::edge::Isolate::next_due_ms`), the colo
+//! read only when it can change where a request goes (some origin down, or
+//! an attempt kept waiting: `Isolate::colo_read_wanted`). None of it is
 //! on a request's path while the isolate's own map has a healthy origin: it
 //! runs beside the request, in `ctx.waitUntil`. Only a request that finds
 //! every origin down waits for the colo read, which may say one is back.

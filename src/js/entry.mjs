@@ -10,7 +10,7 @@
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
 import { attempt_js, forward_headers, served_by_js } from "./attempt.mjs";
-import { answered, configure, grant, instance, lease, takeWork, upstreamPath, upstreamUrl, workDone } from "./lease.mjs";
+import { answered, configure, grant, instance, lease, RETRY_WORK, takeWork, upstreamPath, upstreamUrl, workDone } from "./lease.mjs";
 import { route, setsCookieFor } from "./route.mjs";
 import { bufferedLength } from "./body.mjs";
 import { isAnswer } from "./rules.mjs";
@@ -97,7 +97,7 @@ function fastFetch(request, env, ctx) {
   else sent = attemptWithBody(request, env, ctx, target);
   // Periodic work due (a colo read, a consultation, a probe): beside this
   // request, never before it (src/periodic.rs).
-  if (takeWork(now)) ctx.waitUntil(call(wasm.periodic_work, env, ctx).then(workDone, () => workDone(0)));
+  if (takeWork(now)) ctx.waitUntil(call(wasm.periodic_work, env, ctx).then(workDone, () => workDone(RETRY_WORK)));
   return sent;
 }
 

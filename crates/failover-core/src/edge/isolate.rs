@@ -4,7 +4,17 @@
 //! map revokes it), and when periodic work (a probe, a colo read, a checker
 //! consultation) is next due. Periodic work ends no lease: the request that
 //! finds it due is sent as usual, and the work runs beside it, in the
-//! background (`ctx.waitUntil`), so no request waits for a cache read. The edge's
+//! background (`ctx.waitUntil`), so no request waits for a cache read.
+//!
+//! A colo read is due only when it can change where a request goes
+//! ([`Isolate::colo_read_wanted`]): while some origin is down here (the
+//! colo may know it is back), or while an attempt has waited longer than
+//! [`shared::suspect_after`] for its answer (another isolate may already
+//! have found the origin dead). A read beside a request never helps that
+//! request, only the ones after it; when every origin is up and answers
+//! promptly, a read can tell the isolate nothing its own next attempt would
+//! not, and a small site paid one on nearly every request (two Cache API
+//! matches, most of a request's cost; see bench/README.md). The edge's
 //! counterpart of `node::Node`, in quinn-proto's shape: the machine owns its
 //! clocks and answers `next_due_ms`; the shell (src/isolate.rs) holds it in
 //! a `RefCell`, never across an `.await`, and carries out what it says.
@@ -15,7 +25,7 @@ use crate::edge::affinity;
 use crate::edge::budget::ReplayBudget;
 use crate::edge::config::WorkerConfig;
 use crate::edge::health::HealthMap;
-use crate::edge::shared::{colo_key, colo_read_every, Cadence};
+use crate::edge::shared::{self, colo_key, colo_read_every, Cadence};
 
 /// What one isolate knows between requests. The config itself stays with
 /// the shell (it is read across awaits); what is derived from it once
@@ -23,9 +33,11 @@ use crate::edge::shared::{colo_key, colo_read_every, Cadence};
 #[derive(Clone, Debug)]
 pub struct Isolate {
     health: HealthMap,
-    /// When the colo's shared verdicts are next read; None with
+    /// When the colo's shared verdicts may next be read; None with
     /// `COLO_HEALTH=off`.
     colo_reads: Option<Cadence>,
+    /// How long an attempt waits before a colo read is worth making.
+    suspect_after: Duration,
     /// When the global checker is next consulted.
     global_reads: Cadence,
     budget: ReplayBudget,
@@ -37,13 +49,18 @@ pub struct Isolate {
 /// `origin` (or are routed by the fast path's twin of `route`, with the
 /// health it was given) without entering Wasm, until a change to the health
 /// map revokes it ([`LeaseAfter::Revoked`]). From `work_due_ms` on, the
-/// next request also starts the periodic work, in the background.
+/// next request also starts the periodic work, in the background; from
+/// `colo_due_ms` on, so does a request that finds an attempt waiting longer
+/// than [`Isolate::suspect_after`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
     /// The first healthy origin, in priority order.
     pub origin: usize,
     /// When periodic work is next due (`Isolate::next_due_ms`).
     pub work_due_ms: u64,
+    /// When a colo read may next start for a waiting attempt
+    /// (`Isolate::colo_due_ms`); `u64::MAX` with `COLO_HEALTH=off`.
+    pub colo_due_ms: u64,
 }
 
 /// Whether a change to the health map ended the fast path's lease.
@@ -61,11 +78,13 @@ impl Isolate {
     /// client attempt marks one down), nothing read or consulted yet.
     pub fn new(config: &WorkerConfig) -> Isolate {
         let interval = Duration::from_millis(config.health_interval_ms);
+        let timeout = Duration::from_millis(config.attempt_timeout_ms);
         Isolate {
             health: HealthMap::new(config.origins.len(), config.health_rise, 1, interval),
             colo_reads: config
                 .colo_health
                 .then(|| Cadence::new(colo_read_every(interval))),
+            suspect_after: shared::suspect_after(colo_read_every(interval), timeout),
             global_reads: Cadence::new(interval),
             budget: ReplayBudget::new(config.replay_buffer_budget_bytes),
             tokens: affinity::tokens(&config.origins),
@@ -104,10 +123,33 @@ impl Isolate {
         self.health.record_success(origin, now_ms);
     }
 
-    /// Whether the colo's verdicts are due to be read, without taking the
-    /// read (`take_colo_read` does); never with `COLO_HEALTH=off`.
-    pub fn colo_read_due(&self, now_ms: u64) -> bool {
-        self.colo_reads.as_ref().is_some_and(|c| c.is_due(now_ms))
+    /// Whether a colo read could change where a request goes: some origin
+    /// is down here, or `waiting` (the shell saw an attempt outstanding for
+    /// longer than [`Isolate::suspect_after`]). See the module's header.
+    pub fn colo_read_wanted(&self, waiting: bool) -> bool {
+        waiting || self.first_down().is_some()
+    }
+
+    /// Whether the colo's verdicts are due to be read (wanted, and the
+    /// read period has passed), without taking the read (`take_colo_read`
+    /// does); never with `COLO_HEALTH=off`.
+    pub fn colo_read_due(&self, now_ms: u64, waiting: bool) -> bool {
+        self.colo_read_wanted(waiting) && self.colo_reads.as_ref().is_some_and(|c| c.is_due(now_ms))
+    }
+
+    /// When the read period next allows a colo read, wanted or not
+    /// (`u64::MAX` with `COLO_HEALTH=off`): the fast path starts one from
+    /// then on for an attempt that has waited too long.
+    pub fn colo_due_ms(&self) -> u64 {
+        self.colo_reads
+            .as_ref()
+            .map_or(u64::MAX, Cadence::next_due_ms)
+    }
+
+    /// How long an attempt may wait for its answer before a colo read is
+    /// wanted (`shared::suspect_after`).
+    pub fn suspect_after(&self) -> Duration {
+        self.suspect_after
     }
 
     /// Bodies held for replay across the isolate's requests.
@@ -136,9 +178,9 @@ impl Isolate {
     }
 
     /// True (and the next read is scheduled) when the colo's verdicts are
-    /// due to be read; never with `COLO_HEALTH=off`.
-    pub fn take_colo_read(&mut self, now_ms: u64) -> bool {
-        self.colo_reads.as_mut().is_some_and(|c| c.take(now_ms))
+    /// due to be read (`colo_read_due`); never with `COLO_HEALTH=off`.
+    pub fn take_colo_read(&mut self, now_ms: u64, waiting: bool) -> bool {
+        self.colo_read_wanted(waiting) && self.colo_reads.as_mut().is_some_and(|c| c.take(now_ms))
     }
 
     /// True (and the next one is scheduled) when the global checker is due
@@ -148,11 +190,15 @@ impl Isolate {
     }
 
     /// When the next piece of periodic work falls due without another
-    /// change: a colo read, a checker consultation or a probe of a down
-    /// origin (0 when one has never run).
+    /// change: a colo read (while some origin is down), a checker
+    /// consultation or a probe of a down origin (0 when one has never run).
     pub fn next_due_ms(&self) -> u64 {
+        let colo = self
+            .colo_reads
+            .as_ref()
+            .filter(|_| self.colo_read_wanted(false));
         [
-            self.colo_reads.as_ref().map(Cadence::next_due_ms),
+            colo.map(Cadence::next_due_ms),
             Some(self.global_reads.next_due_ms()),
             self.health.next_probe_ms(),
         ]
@@ -171,12 +217,18 @@ impl Isolate {
         Some(Lease {
             origin,
             work_due_ms: self.next_due_ms(),
+            colo_due_ms: self.colo_due_ms(),
         })
     }
 
     /// The first origin the health map calls up, in priority order.
     pub fn first_up(&self) -> Option<usize> {
         (0..self.health.len()).find(|&i| self.health.is_up(i))
+    }
+
+    /// The first origin the health map calls down.
+    fn first_down(&self) -> Option<usize> {
+        (0..self.health.len()).find(|&i| !self.health.is_up(i))
     }
 }
 
@@ -224,34 +276,74 @@ mod tests {
         .unwrap()
     }
 
-    fn lease(origin: usize, work_due_ms: u64) -> Option<Lease> {
+    fn lease(origin: usize, work_due_ms: u64, colo_due_ms: u64) -> Option<Lease> {
         Some(Lease {
             origin,
             work_due_ms,
+            colo_due_ms,
         })
     }
 
+    /// Neither of the two reasons for a colo read.
+    const NOT_WAITING: bool = false;
+    /// An attempt has waited `suspect_after`.
+    const WAITING: bool = true;
+
     #[test]
-    fn a_fresh_isolate_leases_at_once_with_work_due_beside_it() {
+    fn a_fresh_isolate_leases_at_once_with_the_consultation_beside_it() {
         let isolate = Isolate::new(&config(&[]));
-        assert_eq!(
-            isolate.next_due_ms(),
-            0,
-            "the first colo read and consultation"
-        );
-        assert_eq!(isolate.lease(), lease(0, 0));
+        assert_eq!(isolate.next_due_ms(), 0, "the first consultation");
+        assert_eq!(isolate.lease(), lease(0, 0, 0));
     }
 
     #[test]
-    fn periodic_work_moves_when_it_is_due_not_the_lease() {
+    fn all_up_the_colo_is_read_only_for_an_attempt_that_waits() {
         let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
-        assert!(isolate.take_colo_read(1_000));
         assert!(isolate.take_global_read(1_000));
-        assert!(!isolate.take_colo_read(1_100), "at most every 250 ms");
-        assert_eq!(isolate.next_due_ms(), 1_250);
-        assert_eq!(isolate.lease(), lease(0, 1_250));
-        assert!(isolate.take_colo_read(1_300));
-        assert_eq!(isolate.lease(), lease(0, 1_550));
+        assert!(
+            !isolate.colo_read_due(1_000, NOT_WAITING),
+            "it could tell nothing"
+        );
+        assert!(!isolate.take_colo_read(1_000, NOT_WAITING));
+        assert_eq!(isolate.next_due_ms(), 16_000, "the consultation alone");
+        assert_eq!(isolate.lease(), lease(0, 16_000, 0));
+        assert!(isolate.take_colo_read(1_000, WAITING));
+        assert!(
+            !isolate.take_colo_read(1_100, WAITING),
+            "at most every 250 ms"
+        );
+        assert_eq!(isolate.lease(), lease(0, 16_000, 1_250));
+        assert!(isolate.take_colo_read(1_300, WAITING));
+        assert_eq!(isolate.lease(), lease(0, 16_000, 1_550));
+    }
+
+    #[test]
+    fn an_attempt_waits_a_read_period_or_half_its_timeout_before_a_read() {
+        let suspect = |vars: &[(&str, &str)]| Isolate::new(&config(vars)).suspect_after();
+        assert_eq!(suspect(&[]), Duration::from_millis(250));
+        assert_eq!(
+            suspect(&[("ATTEMPT_TIMEOUT_MS", "300")]),
+            Duration::from_millis(150)
+        );
+        assert_eq!(
+            suspect(&[("HEALTH_INTERVAL_MS", "100")]),
+            Duration::from_millis(100)
+        );
+    }
+
+    #[test]
+    fn with_an_origin_down_the_colo_is_read_every_period() {
+        let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
+        assert!(isolate.take_global_read(0));
+        let (flip, _) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
+        assert!(flip.is_some());
+        // The colo may say a is back before a's own probe does.
+        assert!(isolate.colo_read_due(1_000, NOT_WAITING));
+        assert_eq!(isolate.lease(), lease(1, 0, 0));
+        assert!(isolate.take_colo_read(1_000, NOT_WAITING));
+        assert_eq!(isolate.lease(), lease(1, 1_250, 1_250));
+        assert!(!isolate.take_colo_read(1_200, NOT_WAITING));
+        assert!(isolate.take_colo_read(1_250, NOT_WAITING));
     }
 
     #[test]
@@ -260,9 +352,11 @@ mod tests {
             ("COLO_HEALTH", "off"),
             ("HEALTH_INTERVAL_MS", "15000"),
         ]));
-        assert!(!isolate.take_colo_read(0));
+        assert!(!isolate.take_colo_read(0, WAITING));
         assert!(isolate.take_global_read(1_000));
-        assert_eq!(isolate.lease(), lease(0, 16_000));
+        assert_eq!(isolate.lease(), lease(0, 16_000, u64::MAX));
+        isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 2_000));
+        assert!(!isolate.take_colo_read(2_000, NOT_WAITING));
     }
 
     #[test]
@@ -276,7 +370,7 @@ mod tests {
         assert_eq!(after, LeaseAfter::Revoked);
         // b serves now. Work is next due at the checker's consultation, just
         // before a's probe (one interval after the flip).
-        assert_eq!(isolate.lease(), lease(1, 15_000));
+        assert_eq!(isolate.lease(), lease(1, 15_000, u64::MAX));
         assert_eq!(isolate.health().next_probe_ms(), Some(15_020));
         let (_, after) = isolate.change_health(|h| h.record_failure(1, Failure::Refused, 40));
         assert_eq!(after, LeaseAfter::Revoked);
@@ -291,12 +385,15 @@ mod tests {
     fn an_answer_is_evidence_and_colo_reads_can_be_peeked() {
         let mut isolate = Isolate::new(&config(&[]));
         isolate.record_answer(0, 5_000);
-        assert!(isolate.colo_read_due(5_000));
-        assert!(isolate.colo_read_due(5_000), "peeking takes nothing");
-        assert!(isolate.take_colo_read(5_000));
-        assert!(!isolate.colo_read_due(5_100));
+        assert!(isolate.colo_read_due(5_000, WAITING));
+        assert!(
+            isolate.colo_read_due(5_000, WAITING),
+            "peeking takes nothing"
+        );
+        assert!(isolate.take_colo_read(5_000, WAITING));
+        assert!(!isolate.colo_read_due(5_100, WAITING));
         let off = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
-        assert!(!off.colo_read_due(0));
+        assert!(!off.colo_read_due(0, WAITING));
     }
 
     #[test]
