@@ -14,13 +14,10 @@ use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
 use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
-use worker::{js_sys, Cache, Context, Headers, Response};
+use worker::{js_sys, Context};
 
 use crate::isolate::Isolate;
 use crate::{clock, js_bridge, log};
-
-/// The header a colo entry carries its verdict in (src/js/colo.mjs reads it).
-const VERDICT_HEADER: &str = "x-tunnel-failover-verdict";
 
 /// How long a shared verdict stays in the cache and is trusted: two probe
 /// intervals. By then the isolates that adopted it have probed for themselves.
@@ -76,24 +73,12 @@ pub async fn write(isolate: &Isolate, origin: usize) {
     let Some(verdict) = isolate.health().verdict_to_share(origin, clock::now_ms()) else {
         return;
     };
-    let headers = Headers::new();
     let ttl_s = failover_core::edge::time::millis(max_age(isolate))
         .div_ceil(1000)
         .max(1);
-    let encoded = verdict.encode();
-    // The verdict rides in a header (what colo_read_js reads, no body
-    // stream) and in the body (for a person looking at the entry).
-    if headers
-        .set("cache-control", &format!("max-age={ttl_s}"))
-        .and_then(|()| headers.set(VERDICT_HEADER, &encoded))
-        .is_err()
-    {
-        return;
-    }
-    let Ok(res) = Response::ok(encoded).map(|r| r.with_headers(headers)) else {
-        return;
-    };
-    if let Err(e) = Cache::default().put(key.as_str(), res).await {
-        log::line(&report::shared_error("colo write", &e.to_string()));
+    let put = js_bridge::colo_write_js(&key, &verdict.encode(), ttl_s as f64);
+    // Resolves to null, or the put's error message; never rejects.
+    if let Some(message) = JsFuture::from(put).await.ok().and_then(|m| m.as_string()) {
+        log::line(&report::shared_error("colo write", &message));
     }
 }

@@ -20,6 +20,9 @@ extern "C" {
 extern "C" {
     /// Every key's colo verdict (text, or null), in one crossing.
     pub fn colo_read_js(keys: &js_sys::Array) -> js_sys::Promise;
+    /// Writes one verdict under `key` for `ttl_s` seconds; resolves to null,
+    /// or the error's message.
+    pub fn colo_write_js(key: &str, verdict: &str, ttl_s: f64) -> js_sys::Promise;
 }
 
 #[wasm_bindgen(module = "/src/js/silence.mjs")]

@@ -90,7 +90,10 @@ function fastFetch(request, env, ctx) {
   }
   // Everything that may send the request to the full path is decided
   // before a body is read: once read, only fetch_after can take it.
-  const target = instance.steer !== undefined ? steeredTarget(request, instance.steer, now) : plainTarget(request, now);
+  // Each getter of a Request is a call into the runtime: read once.
+  const url = request.url;
+  const method = request.method;
+  const target = instance.steer !== undefined ? steeredTarget(request, url, method, instance.steer, now) : plainTarget(request, url, method, now);
   let sent;
   if (target === undefined) sent = call(wasm.fetch, request, env, ctx);
   else if (request.body === null) sent = attempt(request, env, ctx, target, undefined);
@@ -103,14 +106,14 @@ function fastFetch(request, env, ctx) {
 
 // The fast path under plain failover: every request to the lease's origin.
 // Where it goes (undefined: the full path's).
-function plainTarget(request, now) {
-  const url = upstreamUrl(request.url, request.method);
-  if (url === undefined) return undefined;
+function plainTarget(request, url, method, now) {
+  const upstream = upstreamUrl(url, method);
+  if (upstream === undefined) return undefined;
   const origin = lease.origin;
   // A silent origin (silence.mjs): the full path routes around it.
   if (isSilent(origin, instance.silenceMs, instance.timeoutMs, now)) return undefined;
-  const headers = forward_headers(request.headers, request.url, undefined, undefined);
-  return { url, headers, origin, name: lease.name, failedOver: origin !== 0, plan: undefined, random: NaN };
+  const headers = forward_headers(request.headers, url, undefined, undefined);
+  return { url: upstream, method, secure: false, headers, origin, name: lease.name, failedOver: origin !== 0, plan: undefined, random: NaN };
 }
 
 // The fast path under a steering policy, affinity or an Access token: the
@@ -118,8 +121,8 @@ function plainTarget(request, now) {
 // attempt carries that origin's service token. Still no Wasm call unless
 // the attempt fails; Rust then walks on from the same route (the random
 // number goes with it).
-function steeredTarget(request, steer, now) {
-  const path = upstreamPath(request.url, request.method);
+function steeredTarget(request, url, method, steer, now) {
+  const path = upstreamPath(url, method);
   if (path === undefined) return undefined;
   for (let i = 0; i < steer.names.length; i++) {
     if (isSilent(i, instance.silenceMs, instance.timeoutMs, now)) return undefined;
@@ -133,22 +136,22 @@ function steeredTarget(request, steer, now) {
   if (steer.healthy[origin] !== true) return undefined;
   // The origin's service token, if any, replaces any the client sent.
   const token = steer.access[origin];
-  const sent = token === null ? forward_headers(headers, request.url) : forward_headers(headers, request.url, token.id, token.secret);
-  return { url: steer.bases[origin] + path, headers: sent, origin, name: steer.names[origin], failedOver: origin !== plan.intended, plan, random };
+  const sent = token === null ? forward_headers(headers, url) : forward_headers(headers, url, token.id, token.secret);
+  const secure = url.startsWith("https:");
+  return { url: steer.bases[origin] + path, method, secure, headers: sent, origin, name: steer.names[origin], failedOver: origin !== plan.intended, plan, random };
 }
 
 // The one attempt, then the client's answer, or the full path (with the
 // body, if one was read) when the attempt did not succeed.
 function attempt(request, env, ctx, target, body) {
   const { origin } = target;
-  return attempt_js(target.url, request.method, target.headers, body, undefined, instance.timeoutMs, origin).then((result) => {
+  return attempt_js(target.url, target.method, target.headers, body, undefined, instance.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
       const out = served_by_js(result, target.name, target.failedOver);
       const steer = instance.steer;
       if (target.plan !== undefined && steer.cookies !== undefined && setsCookieFor(target.plan, origin, steer.weights)) {
-        const secure = request.url.startsWith("https:") ? "; Secure" : "";
-        out.headers.append("set-cookie", steer.cookies[origin] + secure);
+        out.headers.append("set-cookie", steer.cookies[origin] + (target.secure ? "; Secure" : ""));
       }
       return out;
     }
@@ -162,7 +165,7 @@ function attempt(request, env, ctx, target, body) {
 // are over, whichever way they end. A body the budget cannot take now, and
 // any other body, takes the full path, which streams it to one origin.
 function attemptWithBody(request, env, ctx, target) {
-  const bytes = bufferedLength(request.method, request.headers.get("content-length"), instance.replayMax);
+  const bytes = bufferedLength(target.method, request.headers.get("content-length"), instance.replayMax);
   if (bytes === undefined || !guard(wasm.hold_body, env, bytes)) return call(wasm.fetch, request, env, ctx);
   // A hold taken in an instance that has since been replaced went with it.
   const id = initState.instanceId;
