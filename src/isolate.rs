@@ -49,8 +49,8 @@ impl Isolate {
         self.state.borrow_mut().record_answer(origin, now_ms);
     }
 
-    /// Whether a colo read is due (without taking it): wanted, and the read
-    /// period has passed (`edge::Isolate::colo_read_due`).
+    /// Whether a colo read is due (without taking it): the read period has
+    /// passed, and the read is wanted (`edge::Isolate::colo_read_due`).
     pub fn colo_read_due(&self, now_ms: u64) -> bool {
         let waiting = self.attempt_waiting();
         self.state.borrow().colo_read_due(now_ms, waiting)
@@ -58,10 +58,12 @@ impl Isolate {
 
     /// Whether some attempt, on either path, has waited for its answer
     /// longer than `edge::Isolate::suspect_after` (src/js/silence.mjs keeps
-    /// the attempts outstanding).
-    fn attempt_waiting(&self) -> bool {
-        let suspect_ms = failover_core::edge::time::millis(self.state.borrow().suspect_after());
-        js_bridge::is_waiting(suspect_ms as f64, self.config.attempt_timeout_ms as f64)
+    /// the attempts outstanding): a question for JS, asked only when the
+    /// answer matters.
+    fn attempt_waiting(&self) -> impl FnOnce() -> bool {
+        let suspect_ms = self.suspect_after_ms() as f64;
+        let timeout_ms = self.config.attempt_timeout_ms as f64;
+        move || js_bridge::is_waiting(suspect_ms, timeout_ms)
     }
 
     /// Offers a shared verdict to the health map, logging a flip it causes.

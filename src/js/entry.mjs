@@ -89,15 +89,17 @@ function fastFetch(request, env, ctx) {
     if (!grant(guard(wasm.fast_lease, env), id)) return call(wasm.fetch, request, env, ctx);
   }
   // Everything that may send the request to the full path is decided
-  // before a body is read: once read, only fetch_after can take it.
-  // Each getter of a Request is a call into the runtime: read once.
+  // before a body is read: once read, only fetch_after can take it. Each
+  // getter of a Request is a call into the runtime: read once.
   const url = request.url;
   const method = request.method;
-  const target = instance.steer !== undefined ? steeredTarget(request, url, method, instance.steer, now) : plainTarget(request, url, method, now);
+  const bytes = request.body === null ? 0 : bufferedLength(method, request.headers.get("content-length"), instance.replayMax);
+  const target =
+    bytes === undefined ? undefined : instance.steer !== undefined ? steeredTarget(request, url, method, instance.steer, now) : plainTarget(request, url, method, now);
   let sent;
   if (target === undefined) sent = call(wasm.fetch, request, env, ctx);
-  else if (request.body === null) sent = attempt(request, env, ctx, target, undefined);
-  else sent = attemptWithBody(request, env, ctx, target);
+  else if (bytes === 0) sent = attempt(request, env, ctx, target, undefined);
+  else sent = attemptWithBody(request, env, ctx, target, bytes);
   // Periodic work due (a colo read, a consultation, a probe): beside this
   // request, never before it (src/periodic.rs).
   if (takeWork(now)) ctx.waitUntil(call(wasm.periodic_work, env, ctx).then(workDone, () => workDone(RETRY_WORK)));
@@ -159,14 +161,13 @@ function attempt(request, env, ctx, target, body) {
   });
 }
 
-// A request with a body small enough to replay (body.mjs): its bytes are
-// held on the isolate's replay budget (Rust's, so the status endpoint and
-// the full path see them), read, sent, and given back once the attempts
-// are over, whichever way they end. A body the budget cannot take now, and
-// any other body, takes the full path, which streams it to one origin.
-function attemptWithBody(request, env, ctx, target) {
-  const bytes = bufferedLength(target.method, request.headers.get("content-length"), instance.replayMax);
-  if (bytes === undefined || !guard(wasm.hold_body, env, bytes)) return call(wasm.fetch, request, env, ctx);
+// A request with a body small enough to replay (`bytes` long, body.mjs):
+// its bytes are held on the isolate's replay budget (Rust's, so the status
+// endpoint and the full path see them), read, sent, and given back once
+// the attempts are over, whichever way they end. A body the budget cannot
+// take now takes the full path, which streams it to one origin.
+function attemptWithBody(request, env, ctx, target, bytes) {
+  if (!guard(wasm.hold_body, env, bytes)) return call(wasm.fetch, request, env, ctx);
   // A hold taken in an instance that has since been replaced went with it.
   const id = initState.instanceId;
   const release = () => {

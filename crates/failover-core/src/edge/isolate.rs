@@ -124,17 +124,19 @@ impl Isolate {
     }
 
     /// Whether a colo read could change where a request goes: some origin
-    /// is down here, or `waiting` (the shell saw an attempt outstanding for
-    /// longer than [`Isolate::suspect_after`]). See the module's header.
-    pub fn colo_read_wanted(&self, waiting: bool) -> bool {
-        waiting || self.first_down().is_some()
+    /// is down here, or `waiting` says an attempt has been outstanding for
+    /// longer than [`Isolate::suspect_after`] (asked only when no origin is
+    /// down: the shell asks JS). See the module's header.
+    pub fn colo_read_wanted(&self, waiting: impl FnOnce() -> bool) -> bool {
+        self.first_down().is_some() || waiting()
     }
 
-    /// Whether the colo's verdicts are due to be read (wanted, and the
-    /// read period has passed), without taking the read (`take_colo_read`
-    /// does); never with `COLO_HEALTH=off`.
-    pub fn colo_read_due(&self, now_ms: u64, waiting: bool) -> bool {
-        self.colo_read_wanted(waiting) && self.colo_reads.as_ref().is_some_and(|c| c.is_due(now_ms))
+    /// Whether the colo's verdicts are due to be read (the read period has
+    /// passed, and the read is wanted: `waiting` is asked only then),
+    /// without taking the read (`take_colo_read` does); never with
+    /// `COLO_HEALTH=off`.
+    pub fn colo_read_due(&self, now_ms: u64, waiting: impl FnOnce() -> bool) -> bool {
+        self.colo_reads.as_ref().is_some_and(|c| c.is_due(now_ms)) && self.colo_read_wanted(waiting)
     }
 
     /// When the read period next allows a colo read, wanted or not
@@ -179,8 +181,11 @@ impl Isolate {
 
     /// True (and the next read is scheduled) when the colo's verdicts are
     /// due to be read (`colo_read_due`); never with `COLO_HEALTH=off`.
-    pub fn take_colo_read(&mut self, now_ms: u64, waiting: bool) -> bool {
-        self.colo_read_wanted(waiting) && self.colo_reads.as_mut().is_some_and(|c| c.take(now_ms))
+    pub fn take_colo_read(&mut self, now_ms: u64, waiting: impl FnOnce() -> bool) -> bool {
+        if !self.colo_read_due(now_ms, waiting) {
+            return false;
+        }
+        self.colo_reads.as_mut().is_some_and(|c| c.take(now_ms))
     }
 
     /// True (and the next one is scheduled) when the global checker is due
@@ -196,7 +201,7 @@ impl Isolate {
         let colo = self
             .colo_reads
             .as_ref()
-            .filter(|_| self.colo_read_wanted(false));
+            .filter(|_| self.colo_read_wanted(|| false));
         [
             colo.map(Cadence::next_due_ms),
             Some(self.global_reads.next_due_ms()),
@@ -284,10 +289,15 @@ mod tests {
         })
     }
 
-    /// Neither of the two reasons for a colo read.
-    const NOT_WAITING: bool = false;
-    /// An attempt has waited `suspect_after`.
-    const WAITING: bool = true;
+    /// No attempt has waited `suspect_after`.
+    fn not_waiting() -> bool {
+        false
+    }
+
+    /// An attempt has.
+    fn waiting() -> bool {
+        true
+    }
 
     #[test]
     fn a_fresh_isolate_leases_at_once_with_the_consultation_beside_it() {
@@ -301,19 +311,19 @@ mod tests {
         let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
         assert!(isolate.take_global_read(1_000));
         assert!(
-            !isolate.colo_read_due(1_000, NOT_WAITING),
+            !isolate.colo_read_due(1_000, not_waiting),
             "it could tell nothing"
         );
-        assert!(!isolate.take_colo_read(1_000, NOT_WAITING));
+        assert!(!isolate.take_colo_read(1_000, not_waiting));
         assert_eq!(isolate.next_due_ms(), 16_000, "the consultation alone");
         assert_eq!(isolate.lease(), lease(0, 16_000, 0));
-        assert!(isolate.take_colo_read(1_000, WAITING));
+        assert!(isolate.take_colo_read(1_000, waiting));
         assert!(
-            !isolate.take_colo_read(1_100, WAITING),
+            !isolate.take_colo_read(1_100, waiting),
             "at most every 250 ms"
         );
         assert_eq!(isolate.lease(), lease(0, 16_000, 1_250));
-        assert!(isolate.take_colo_read(1_300, WAITING));
+        assert!(isolate.take_colo_read(1_300, waiting));
         assert_eq!(isolate.lease(), lease(0, 16_000, 1_550));
     }
 
@@ -338,12 +348,12 @@ mod tests {
         let (flip, _) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
         assert!(flip.is_some());
         // The colo may say a is back before a's own probe does.
-        assert!(isolate.colo_read_due(1_000, NOT_WAITING));
+        assert!(isolate.colo_read_due(1_000, not_waiting));
         assert_eq!(isolate.lease(), lease(1, 0, 0));
-        assert!(isolate.take_colo_read(1_000, NOT_WAITING));
+        assert!(isolate.take_colo_read(1_000, not_waiting));
         assert_eq!(isolate.lease(), lease(1, 1_250, 1_250));
-        assert!(!isolate.take_colo_read(1_200, NOT_WAITING));
-        assert!(isolate.take_colo_read(1_250, NOT_WAITING));
+        assert!(!isolate.take_colo_read(1_200, not_waiting));
+        assert!(isolate.take_colo_read(1_250, not_waiting));
     }
 
     #[test]
@@ -352,11 +362,11 @@ mod tests {
             ("COLO_HEALTH", "off"),
             ("HEALTH_INTERVAL_MS", "15000"),
         ]));
-        assert!(!isolate.take_colo_read(0, WAITING));
+        assert!(!isolate.take_colo_read(0, waiting));
         assert!(isolate.take_global_read(1_000));
         assert_eq!(isolate.lease(), lease(0, 16_000, u64::MAX));
         isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 2_000));
-        assert!(!isolate.take_colo_read(2_000, NOT_WAITING));
+        assert!(!isolate.take_colo_read(2_000, not_waiting));
     }
 
     #[test]
@@ -385,15 +395,15 @@ mod tests {
     fn an_answer_is_evidence_and_colo_reads_can_be_peeked() {
         let mut isolate = Isolate::new(&config(&[]));
         isolate.record_answer(0, 5_000);
-        assert!(isolate.colo_read_due(5_000, WAITING));
+        assert!(isolate.colo_read_due(5_000, waiting));
         assert!(
-            isolate.colo_read_due(5_000, WAITING),
+            isolate.colo_read_due(5_000, waiting),
             "peeking takes nothing"
         );
-        assert!(isolate.take_colo_read(5_000, WAITING));
-        assert!(!isolate.colo_read_due(5_100, WAITING));
+        assert!(isolate.take_colo_read(5_000, waiting));
+        assert!(!isolate.colo_read_due(5_100, waiting));
         let off = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
-        assert!(!off.colo_read_due(0, WAITING));
+        assert!(!off.colo_read_due(0, waiting));
     }
 
     #[test]
