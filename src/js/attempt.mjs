@@ -117,10 +117,9 @@ function failureOf(err) {
 // the client.
 export function served_by_js(res, origin, failedOver) {
   const out = new Response(res.body, res);
-  const headers = out.headers;
-  headers.set("X-Served-By", origin);
-  if (failedOver) headers.set("x-failover", origin);
-  else headers.delete("x-failover");
+  out.headers.set("X-Served-By", origin);
+  if (failedOver) out.headers.set("x-failover", origin);
+  else out.headers.delete("x-failover");
   return out;
 }
 
