@@ -30,9 +30,11 @@
 # BENCH_COST_POSTS (150 per window), BENCH_COST_SPARSE_WARM (10),
 # BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (3),
 # BENCH_COST_SPARSE_WINDOWS (5), BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
-# BENCH_ANCHOR_DIR, BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch
-# directory: configs, workerd logs, the callgrind dumps), BENCH_PLAN=1 (print
-# which rows this machine can take and stop).
+# BENCH_COST_REGIMES (get post sparse; a subset counts only those, for
+# A/B-ing one cell without the whole table's 15 minutes), BENCH_ANCHOR_DIR,
+# BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch directory:
+# configs, workerd logs, the callgrind dumps), BENCH_PLAN=1 (print which
+# rows this machine can take and stop).
 
 set -euo pipefail
 
@@ -67,6 +69,7 @@ WINDOWS=${BENCH_COST_WINDOWS:-3}
 SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-5}
 CONNS=${BENCH_COST_CONNECTIONS:-4}
 SPARSE_MS=${BENCH_COST_SPARSE_MS:-400}
+read -r -a REGIMES <<<"${BENCH_COST_REGIMES:-get post sparse}"
 POST_BYTES=512
 # workerd under valgrind answers its first request after 10-30 s here.
 START_SECONDS=300
@@ -77,6 +80,10 @@ die() {
   if [ -n "${2:-}" ]; then printf '       retry by hand: %s\n' "$2" >&2; fi
   exit 1
 }
+
+for regime in "${REGIMES[@]}"; do
+  case $regime in get | post | sparse) ;; *) die "BENCH_COST_REGIMES: unknown regime '$regime' (get, post, sparse)" ;; esac
+done
 
 # ---------------------------------------------------------------- tools ----
 
@@ -270,7 +277,7 @@ count_row() { # ROW
   local cookie=
   # Per regime: the client's arguments, the warm-up, requests per window,
   # windows.
-  for regime in get post sparse; do
+  for regime in "${REGIMES[@]}"; do
     local args warm n windows
     case $regime in
       get) args=(--concurrency "$CONNS") warm=$GET_WARM n=$GETS windows=$WINDOWS ;;

@@ -18,8 +18,9 @@ use crate::{clock, log};
 pub enum RequestBody {
     Empty,
     /// The bytes, and their hold on the replay budget (read by no one: its
-    /// drop gives the bytes back).
-    Buffered(JsValue, #[allow(dead_code)] Held),
+    /// drop gives the bytes back). None when the fast path read the body
+    /// and holds its bytes itself (src/js/entry.mjs gives them back).
+    Buffered(JsValue, #[allow(dead_code)] Option<Held>),
     /// The client's stream, and its declared length if it has one.
     Streamed(web_sys::ReadableStream, Option<u64>),
 }
@@ -48,12 +49,19 @@ impl Drop for Held {
 
 impl RequestBody {
     /// Reads a small body into a buffer, or keeps the stream of a large one
-    /// (or of one the isolate's replay budget cannot take now).
+    /// (or of one the isolate's replay budget cannot take now). `buffered`:
+    /// the bytes the fast path already read (src/js/entry.mjs, which only
+    /// reads what `BodyPlan::choose` calls Buffered, and holds them on the
+    /// budget itself); the request's own body is spent then.
     pub async fn prepare(
         req: &web_sys::Request,
         method: &str,
         isolate: &Rc<Isolate>,
+        buffered: Option<JsValue>,
     ) -> Result<RequestBody, BodyError> {
+        if let Some(buffer) = buffered {
+            return Ok(RequestBody::Buffered(buffer, None));
+        }
         let cap = isolate.config.replay_body_max_bytes;
         let Some(stream) = req.body() else {
             return Ok(RequestBody::Empty);
@@ -80,7 +88,7 @@ impl RequestBody {
                 let buffer = JsFuture::from(promise)
                     .await
                     .map_err(|_| BodyError::Unreadable)?;
-                Ok(RequestBody::Buffered(buffer, held))
+                Ok(RequestBody::Buffered(buffer, Some(held)))
             }
         }
     }

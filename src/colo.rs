@@ -1,11 +1,13 @@
 //! Colo-wide health through the Cache API (`caches.default`): when this
 //! isolate flips an origin, it writes the verdict under a synthetic key
 //! (`shared::colo_key`: the deployment's own, never another Worker's) with
-//! a short TTL; every isolate of the location reads those keys (at most every
-//! 250 ms, before choosing an origin), so one discovery of a dead primary
-//! costs one client a timeout per location instead of one per isolate.
+//! a short TTL; the location's other isolates read those keys (at most
+//! every 250 ms, beside a request, while some origin is down for them or
+//! an attempt of theirs waits: `edge::Isolate::colo_read_wanted`), so they
+//! route around a dead primary without each finding it out for itself.
 //! The same cache holds the location's copy of the global checker's answer
-//! (src/consult.rs), read with the verdicts once a second.
+//! (src/consult.rs), read once a second whatever the origins' verdicts
+//! (it carries the overrides), in the same crossing when both are due.
 //! Only works on a custom domain (the Cache API is a no-op on workers.dev).
 
 use std::rc::Rc;
@@ -15,14 +17,10 @@ use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
 use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
-use worker::{js_sys, Cache, Context, Headers, Response};
+use worker::{js_sys, Context};
 
 use crate::isolate::Isolate;
 use crate::{clock, js_bridge, log};
-
-/// The header a colo entry carries its value in (src/js/colo.mjs reads it):
-/// a verdict, the checker's answer, or a claim on asking it.
-const VERDICT_HEADER: &str = "x-tunnel-failover-verdict";
 
 /// How long a shared verdict stays in the cache and is trusted: two probe
 /// intervals. By then the isolates that adopted it have probed for themselves.
@@ -39,32 +37,31 @@ pub enum SnapshotRead {
     Read(Option<String>),
 }
 
-/// Reads every origin's colo verdict if the read is due, adopting the fresh
-/// ones, and the location's copy of the checker's answer if that is due
-/// too, in the same crossing. Failures to read are ignored: the local map
-/// keeps working.
+/// Reads every origin's colo verdict if that read is due and wanted
+/// (`edge::Isolate::colo_read_wanted`), adopting the fresh ones, and the
+/// location's copy of the checker's answer if that is due (on its own
+/// cadence: overrides ride in it), in one crossing when both are. Failures
+/// to read are ignored: the local map keeps working.
 pub async fn refresh(isolate: &Isolate, now_ms: u64) -> SnapshotRead {
-    if !isolate.take_colo_read(now_ms) {
-        return SnapshotRead::NotRead;
-    }
-    let mut keys: js_sys::Array = isolate
-        .colo_keys()
-        .iter()
-        .map(|key| JsValue::from_str(key))
-        .collect();
-    let origins = keys.length();
-    // Once a second (never without a checker): the location's copy too.
+    let verdicts = isolate.take_colo_read(now_ms);
+    // Once a second (never without a checker): the location's copy.
     let snapshot = match isolate.take_snapshot_read(now_ms) {
         true => isolate.snapshot_keys(),
         false => None,
     };
-    let snapshot = match snapshot {
-        Some((key, _)) => {
+    if !verdicts && snapshot.is_none() {
+        return SnapshotRead::NotRead;
+    }
+    let mut keys = js_sys::Array::new();
+    if verdicts {
+        for key in isolate.colo_keys() {
             keys.push(&JsValue::from_str(&key));
-            true
         }
-        None => false,
-    };
+    }
+    let origins = keys.length();
+    if let Some((key, _)) = &snapshot {
+        keys.push(&JsValue::from_str(key));
+    }
     let Ok(read) = JsFuture::from(js_bridge::colo_read_js(&keys)).await else {
         return SnapshotRead::NotRead;
     };
@@ -79,8 +76,8 @@ pub async fn refresh(isolate: &Isolate, now_ms: u64) -> SnapshotRead {
         }
     }
     match snapshot {
-        true => SnapshotRead::Read(keys.get(origins).as_string()),
-        false => SnapshotRead::NotRead,
+        Some(_) => SnapshotRead::Read(keys.get(origins).as_string()),
+        None => SnapshotRead::NotRead,
     }
 }
 
@@ -92,24 +89,15 @@ pub async fn read(key: &str) -> Option<String> {
 }
 
 /// Stores `value` under `key` in the location's cache for `ttl` (whole
-/// seconds, at least one); a failure is logged, not raised.
+/// seconds, at least one); a failure is logged, not raised. The put is
+/// src/js/colo.mjs's: workers-rs's Cache, Response and Headers cost the
+/// Worker's Wasm more than the crossing does.
 pub async fn put(key: &str, value: &str, ttl: Duration) {
-    let headers = Headers::new();
     let ttl_s = failover_core::edge::consult::max_age_s(ttl);
-    // The value rides in a header (what colo_read_js reads, no body
-    // stream) and in the body (for a person looking at the entry).
-    if headers
-        .set("cache-control", &format!("max-age={ttl_s}"))
-        .and_then(|()| headers.set(VERDICT_HEADER, value))
-        .is_err()
-    {
-        return;
-    }
-    let Ok(res) = Response::ok(value).map(|r| r.with_headers(headers)) else {
-        return;
-    };
-    if let Err(e) = Cache::default().put(key, res).await {
-        log::line(&report::shared_error("colo write", &e.to_string()));
+    let put = js_bridge::colo_write_js(key, value, ttl_s as f64);
+    // Resolves to null, or the put's error message; never rejects.
+    if let Some(message) = JsFuture::from(put).await.ok().and_then(|m| m.as_string()) {
+        log::line(&report::shared_error("colo write", &message));
     }
 }
 

@@ -10,9 +10,11 @@
 //! force, revokes it (`Isolate::change_health`, `set_overrides`,
 //! `tick_overrides`). Periodic work (probes,
 //! colo reads, checker consultations) ends no lease: the request that finds
-//! it due starts it in the background (`periodic_work`). The full path
-//! (`fetch`, `fetch_after`) does all other work: bodies, the status
-//! endpoint, a failed attempt. `make bench` measured the two Wasm
+//! it due starts it in the background (`periodic_work`). A small body the
+//! fast path reads into a buffer itself, holding its bytes on the replay
+//! budget (`hold_body`, `release_body`: two small synchronous calls). The
+//! full path (`fetch`, `fetch_after`) does all other work: large or chunked
+//! bodies, the status endpoint, a failed attempt. `make bench` measured the two Wasm
 //! calls per request this replaces at about 3% of throughput.
 
 use failover_core::edge::affinity;
@@ -49,7 +51,7 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
             .collect::<js_sys::Array>()
             .into()
     };
-    let fields: [(&str, JsValue); 6] = [
+    let fields: [(&str, JsValue); 8] = [
         ("names", strings(&|o| o.name.clone())),
         ("bases", strings(&|o| o.base.clone())),
         (
@@ -58,6 +60,14 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
         ),
         ("statusPath", status_path),
         ("silenceMs", JsValue::from_f64(config.silence_ms as f64)),
+        (
+            "replayMax",
+            JsValue::from_f64(config.replay_body_max_bytes as f64),
+        ),
+        (
+            "suspectMs",
+            JsValue::from_f64(isolate.suspect_after_ms() as f64),
+        ),
         ("steer", steering(config, &isolate.tokens())),
     ];
     Some(object(&fields))
@@ -65,12 +75,12 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
 
 /// The lease, or None when the full path must take every request (a broken
 /// config, no origin requests may go to, a drain under affinity): which
-/// origin, when periodic work is next
-/// due, whether that origin serves because one meant before it is down
-/// (`x-failover`), and (under steering) which origins requests may go to
-/// and, while an override is in force, may be meant for. An object with the
-/// fields of `lease` in src/js/lease.mjs. It holds until a change to
-/// health or overrides revokes it.
+/// origin, when periodic work is next due, from when a waiting attempt may
+/// start a colo read, whether that origin serves because one meant before
+/// it is down (`x-failover`), and (under steering) which origins requests
+/// may go to and, while an override is in force, may be meant for. An
+/// object with the fields of `lease` in src/js/lease.mjs. It holds until a
+/// change to health or overrides revokes it.
 #[wasm_bindgen]
 pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
@@ -97,9 +107,10 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     } else {
         JsValue::UNDEFINED
     };
-    let fields: [(&str, JsValue); 5] = [
+    let fields: [(&str, JsValue); 6] = [
         ("origin", JsValue::from_f64(lease.origin as f64)),
         ("workDue", JsValue::from_f64(lease.work_due_ms as f64)),
+        ("coloDue", JsValue::from_f64(lease.colo_due_ms as f64)),
         ("healthy", healthy),
         ("intendable", intendable),
         ("failover", JsValue::from_bool(lease.failover)),
@@ -200,20 +211,56 @@ fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
 /// this in `ctx.waitUntil`, after its attempt is on its way): checker
 /// consultation, due probes, the colo read. `url` is the request's (the
 /// checker learns the public hostname from it). Resolves to when work is
-/// next due, for the lease (`workDue` in lease.mjs).
+/// next due, for the lease: an object with its `workDue` and `coloDue`
+/// (lease.mjs `workDone`).
 #[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
-pub async fn periodic_work(env: Env, ctx: worker::worker_sys::Context, url: String) -> f64 {
-    let Loaded::Ready(isolate) = isolate::load(&env) else {
-        return f64::INFINITY;
+pub async fn periodic_work(
+    env: Env,
+    ctx: worker::worker_sys::Context,
+    url: String,
+) -> js_sys::Object {
+    let (work_due, colo_due) = match isolate::load(&env) {
+        Loaded::Ready(isolate) => {
+            let ctx = Context::new(ctx);
+            crate::periodic::run(&isolate, &env, &ctx, &url).await;
+            (isolate.next_due_ms() as f64, isolate.colo_due_ms() as f64)
+        }
+        Loaded::Broken(_) => (f64::INFINITY, f64::INFINITY),
     };
-    let ctx = Context::new(ctx);
-    crate::periodic::run(&isolate, &env, &ctx, &url).await;
-    isolate.next_due_ms() as f64
+    object(&[
+        ("workDue", JsValue::from_f64(work_due)),
+        ("coloDue", JsValue::from_f64(colo_due)),
+    ])
+}
+
+/// Takes `bytes` from the isolate's replay budget for a body the fast path
+/// is about to read into a buffer (src/js/entry.mjs): true when they are
+/// held. The fast path gives them back (`release_body`) once the request's
+/// attempts are over, as the full path's `body::Held` does; false sends the
+/// request down the full path, which streams the body and reports why.
+#[wasm_bindgen]
+pub fn hold_body(env: &Env, bytes: f64) -> bool {
+    let Loaded::Ready(isolate) = isolate::load(env) else {
+        return false;
+    };
+    // Bound first: the budget's borrow must end before `isolate` does.
+    let held = isolate.budget_mut().try_hold(bytes as u64);
+    held
+}
+
+/// Gives back what `hold_body` took.
+#[wasm_bindgen]
+pub fn release_body(env: &Env, bytes: f64) {
+    if let Loaded::Ready(isolate) = isolate::load(env) {
+        isolate.budget_mut().release(bytes as u64);
+    }
 }
 
 /// The fast path's attempt against `origin` did not succeed; `result` is
 /// what `attempt_js` resolved to, `random` the number its route used (NaN
-/// when it had none). The full path takes it from there.
+/// when it had none), `body` the request's body if it read one (an
+/// ArrayBuffer whose bytes it holds on the replay budget; undefined
+/// otherwise). The full path takes it from there.
 #[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
 pub async fn fetch_after(
     req: web_sys::Request,
@@ -222,6 +269,7 @@ pub async fn fetch_after(
     origin: usize,
     result: JsValue,
     random: f64,
+    body: JsValue,
 ) -> web_sys::Response {
     let ctx = Context::new(ctx);
     let isolate = match isolate::load(&env) {
@@ -230,5 +278,15 @@ pub async fn fetch_after(
     };
     let first = forward::outcome(forward::sent_from_js(result));
     let random = (0.0..1.0).contains(&random).then_some(random);
-    proxy(req, &isolate, &env, &ctx, Some((origin, first)), random).await
+    let buffered = (!body.is_undefined()).then_some(body);
+    proxy(
+        req,
+        &isolate,
+        &env,
+        &ctx,
+        Some((origin, first)),
+        random,
+        buffered,
+    )
+    .await
 }

@@ -53,9 +53,21 @@ impl Isolate {
         self.state.borrow_mut().record_answer(origin, now_ms);
     }
 
-    /// Whether a colo read is due (without taking it).
+    /// Whether a colo read is due (without taking it): the read period has
+    /// passed, and the read is wanted (`edge::Isolate::colo_read_due`).
     pub fn colo_read_due(&self, now_ms: u64) -> bool {
-        self.state.borrow().colo_read_due(now_ms)
+        let waiting = self.attempt_waiting();
+        self.state.borrow().colo_read_due(now_ms, waiting)
+    }
+
+    /// Whether some attempt, on either path, has waited for its answer
+    /// longer than `edge::Isolate::suspect_after` (src/js/silence.mjs keeps
+    /// the attempts outstanding): a question for JS, asked only when the
+    /// answer matters.
+    fn attempt_waiting(&self) -> impl FnOnce() -> bool {
+        let suspect_ms = self.suspect_after_ms() as f64;
+        let timeout_ms = self.config.attempt_timeout_ms as f64;
+        move || js_bridge::is_waiting(suspect_ms, timeout_ms)
     }
 
     /// Offers a shared verdict to the health map, logging a flip it causes.
@@ -142,7 +154,19 @@ impl Isolate {
     /// True when the colo's verdicts are due to be read (and the next read
     /// is scheduled).
     pub fn take_colo_read(&self, now_ms: u64) -> bool {
-        self.state.borrow_mut().take_colo_read(now_ms)
+        let waiting = self.attempt_waiting();
+        self.state.borrow_mut().take_colo_read(now_ms, waiting)
+    }
+
+    /// How long an attempt waits before a colo read is wanted, in ms.
+    pub fn suspect_after_ms(&self) -> u64 {
+        failover_core::edge::time::millis(self.state.borrow().suspect_after())
+    }
+
+    /// When a colo read may next start for a waiting attempt (ms since the
+    /// epoch; `u64::MAX` with `COLO_HEALTH=off`).
+    pub fn colo_due_ms(&self) -> u64 {
+        self.state.borrow().colo_due_ms()
     }
 
     /// True when the global checker is due to be consulted (and the next
@@ -166,6 +190,12 @@ impl Isolate {
     /// colo health.
     pub fn take_snapshot_read(&self, now_ms: u64) -> bool {
         self.state.borrow_mut().take_snapshot_read(now_ms)
+    }
+
+    /// Whether the location's copy of the checker's answer is due to be
+    /// read, without taking it.
+    pub fn snapshot_read_due(&self, now_ms: u64) -> bool {
+        self.state.borrow().snapshot_read_due(now_ms)
     }
 
     /// The location's copy's cache key and its claim key.

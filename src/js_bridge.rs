@@ -22,6 +22,9 @@ extern "C" {
 extern "C" {
     /// Every key's colo verdict (text, or null), in one crossing.
     pub fn colo_read_js(keys: &js_sys::Array) -> js_sys::Promise;
+    /// Writes one value under `key` for `ttl_s` seconds; resolves to null,
+    /// or the error's message.
+    pub fn colo_write_js(key: &str, verdict: &str, ttl_s: f64) -> js_sys::Promise;
     /// Resolves after `ms` (a timer, for work already in the background).
     pub fn sleep_js(ms: f64) -> js_sys::Promise;
 }
@@ -37,6 +40,9 @@ extern "C" {
     /// Whether `origin` is silent now (src/js/silence.mjs: the one
     /// definition both paths use).
     pub fn is_silent(origin: usize, silence_ms: f64, timeout_ms: f64) -> bool;
+    /// Whether some origin has had an attempt outstanding for `for_ms` or
+    /// longer (src/js/silence.mjs `isWaiting`).
+    pub fn is_waiting(for_ms: f64, timeout_ms: f64) -> bool;
 }
 
 // The attempt itself is JS (shared with the fast path in entry.mjs): one

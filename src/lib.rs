@@ -88,7 +88,7 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<
     };
     #[cfg(feature = "panic-test")]
     panic_on_request(&req);
-    Ok(proxy(req, &isolate, &env, &ctx, None, None).await)
+    Ok(proxy(req, &isolate, &env, &ctx, None, None, None).await)
 }
 
 /// Test builds only: the panic a bug would cause, on demand.

@@ -2,11 +2,14 @@
 //! or through the location's copy of its answer, src/consult.rs), probes of
 //! down origins, the colo's shared verdicts and overrides coming into or out
 //! of force by themselves, each at most as often as its cadence
-//! (`failover_core::edge::Isolate::next_due_ms`). None of it is on a
-//! request's path while the isolate's own map has a healthy origin: it runs
-//! beside the request, in `ctx.waitUntil`. Only a request that finds every
-//! origin down waits for the colo read, which may say one is back (never
-//! for a consultation of the checker).
+//! (`failover_core::edge::Isolate::next_due_ms`); the origins' verdicts only
+//! when they can change where a request goes (some origin down, or an
+//! attempt kept waiting: `Isolate::colo_read_wanted`), the location's copy
+//! of the checker's answer on its own cadence (overrides ride in it). None
+//! of it is on a request's path while the isolate's own map has a healthy
+//! origin: it runs beside the request, in `ctx.waitUntil`. Only a request
+//! that finds every origin down waits for the colo read, which may say one
+//! is back (never for a consultation of the checker).
 
 use std::rc::Rc;
 
@@ -25,7 +28,9 @@ pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context, url: &str) {
     isolate.tick_overrides(now);
     checker::consult_if_due(ctx, env, isolate, now, url);
     probe::start_due(ctx, isolate, now);
-    if !isolate.colo_read_due(now) {
+    // The location's copy of the checker's answer keeps its cadence when
+    // the origins' verdicts are not wanted: overrides ride in it.
+    if !isolate.snapshot_read_due(now) && !isolate.colo_read_due(now) {
         return;
     }
     if isolate.any_up() {

@@ -14,6 +14,7 @@ use failover_core::edge::overrides::{last_resort, Standing};
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::route::{route_ramped, Route};
 use failover_core::edge::target::{is_status_request, reserved_subpath, upstream_url};
+use worker::wasm_bindgen::JsValue;
 use worker::{js_sys, web_sys, Context, Env};
 
 use crate::body::{self, BodyError};
@@ -25,7 +26,8 @@ use crate::{
 
 /// The whole request, the slow and complete way. `first` is an attempt the
 /// fast path (src/js/entry.mjs) already made and that did not succeed: the
-/// walk over the origins picks up from there.
+/// walk over the origins picks up from there; `buffered`, the body it read
+/// for that attempt (see `RequestBody::prepare`).
 pub async fn proxy(
     req: web_sys::Request,
     isolate: &Rc<Isolate>,
@@ -33,6 +35,7 @@ pub async fn proxy(
     ctx: &Context,
     mut first: Option<(usize, Outcome)>,
     random: Option<f64>,
+    buffered: Option<JsValue>,
 ) -> web_sys::Response {
     let config = &isolate.config;
     let url = req.url();
@@ -50,7 +53,7 @@ pub async fn proxy(
         return Box::pin(admin::answer(&req, subpath, isolate, env, ctx)).await;
     }
     let method = req.method();
-    let body = match body::RequestBody::prepare(&req, &method, isolate).await {
+    let body = match body::RequestBody::prepare(&req, &method, isolate, buffered).await {
         Ok(body) => body,
         Err(BodyError::Unreadable) => {
             return respond::plain(400, "the request body could not be read")

@@ -18,6 +18,7 @@ use failover_core::edge::report;
 use failover_core::edge::target::{is_status_request, probe_url, upstream_url};
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
+use worker::wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, web_sys, Env};
 
 use crate::isolate::{self, Loaded};
@@ -60,10 +61,16 @@ pub async fn warm_full_path(env: Env) {
         let answer = respond::plain(502, "warm");
         drop(respond::served_by(answer, &origin.name, true));
     }
-    // The async half: a body read into the replay budget and given back,
-    // and an attempt's promise settled (already resolved: nothing is sent).
+    // The async half: a body read as the fast path hands one over (the
+    // replay budget left alone: its peak is clients' bodies only), and an
+    // attempt's promise settled (already resolved: nothing is sent).
     if let Some(req) = synthetic_upload() {
-        drop(crate::body::RequestBody::prepare(&req, "POST", &isolate).await);
+        if let Ok(read) = req.array_buffer() {
+            if let Ok(buffer) = JsFuture::from(read).await {
+                let body = crate::body::RequestBody::prepare(&req, "POST", &isolate, Some(buffer));
+                drop(body.await);
+            }
+        }
     }
     let timed_out = js_sys::Promise::resolve(&JsValue::from_f64(ATTEMPT_TIMED_OUT));
     drop(forward::outcome(forward::settle(timed_out).await));

@@ -1,12 +1,15 @@
 // The fast path's pure JS on its own, in Node: the URL join and status-path
-// check (src/js/lease.mjs `upstreamUrl`) and the response rules
-// (src/js/rules.mjs), held to tests/fixtures/fast-path.json, whose every row
+// check (src/js/lease.mjs `upstreamUrl`), the response rules
+// (src/js/rules.mjs) and which bodies it buffers (src/js/body.mjs), held to
+// tests/fixtures/fast-path.json, whose every row
 // crates/failover-core/tests/fast_path_fixture.rs holds the Rust twins to.
 // The same hostile paths go through the whole Worker in forwarding.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { configure, grant, instance, lease, revoke_lease, takeWork, upstreamUrl, workDone, WORK_LOST_MS } from "../src/js/lease.mjs";
+import { configure, grant, instance, lease, RETRY_WORK, revoke_lease, takeWork, upstreamUrl, workDone, WORK_LOST_MS } from "../src/js/lease.mjs";
+import { attemptEnded, attemptStarted } from "../src/js/silence.mjs";
 import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
+import { bufferedLength } from "../src/js/body.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
 const ORIGIN = FAST_PATH.origin;
@@ -105,6 +108,17 @@ test("Access login hosts (isAccessLogin, is_access_login)", () => {
   assert.equal(isAccessLogin(null), false, "no Location header");
 });
 
+test("bodies: the fast path buffers a subset of what Rust buffers (bufferedLength, BodyPlan::choose)", () => {
+  const { cap, cases } = FAST_PATH.bodies;
+  for (const row of cases) {
+    if (row.fast !== FULL_PATH) {
+      assert.equal(row.plan, "buffered", `the fast path buffers only what the full path would: ${JSON.stringify(row)}`);
+      assert.ok(row.method !== "GET" && row.method !== "HEAD", JSON.stringify(row));
+    }
+    assert.equal(bufferedLength(row.method, row.content_length, cap) ?? FULL_PATH, row.fast, JSON.stringify(row));
+  }
+});
+
 test("attempt results are named as in Rust (classify::ATTEMPT_*)", () => {
   assert.equal(TIMED_OUT, FAST_PATH.attempt_results.TIMED_OUT);
   assert.equal(REFUSED, FAST_PATH.attempt_results.REFUSED);
@@ -127,18 +141,35 @@ test("a lease from another Wasm instance than the configured one is refused", ()
 
 test("periodic work is taken by one request at a time, and is due again when Rust says", () => {
   leased(undefined);
-  grant({ origin: 0, workDue: 1_000 }, 0);
+  grant({ origin: 0, workDue: 1_000, coloDue: Number.MAX_SAFE_INTEGER }, 0);
   assert.equal(takeWork(999), false, "not yet due");
   assert.equal(takeWork(1_000), true, "due: this request starts it");
   assert.equal(takeWork(5_000), false, "one run at a time");
-  workDone(1_250);
+  workDone({ workDue: 1_250, coloDue: Number.MAX_SAFE_INTEGER });
   assert.equal(takeWork(1_249), false);
   assert.equal(takeWork(1_250), true);
-  workDone(0); // a failed run: the next request tries again
+  workDone(RETRY_WORK); // a failed run: the next request tries again
   assert.equal(takeWork(10_000), true);
   // A run that never reports back (its waitUntil task was cancelled) is
   // presumed lost after WORK_LOST_MS, or periodic work would stop for good.
   assert.equal(takeWork(10_000 + WORK_LOST_MS - 1), false);
   assert.equal(takeWork(10_000 + WORK_LOST_MS), true);
   assert.equal(lease.valid, true, "work, due or done, never ends the lease");
+});
+
+test("a request that finds an attempt kept waiting starts the work from coloDue on (a colo read)", () => {
+  leased(undefined);
+  const t = 1_000_000;
+  grant({ origin: 0, workDue: t + 60_000, coloDue: t + 100 }, 0);
+  instance.suspectMs = 250;
+  attemptStarted(0, t);
+  assert.equal(takeWork(t + 249), false, "the attempt has not waited suspectMs yet");
+  assert.equal(takeWork(t + 250), true, "it has: this request starts the work");
+  assert.equal(takeWork(t + 300), false, "one run at a time");
+  workDone({ workDue: t + 60_000, coloDue: t + 550 });
+  assert.equal(takeWork(t + 500), false, "Rust reads the colo at most once a period");
+  assert.equal(takeWork(t + 550), true);
+  workDone({ workDue: t + 60_000, coloDue: t + 800 });
+  attemptEnded(0, t, true, t + 700);
+  assert.equal(takeWork(t + 900), false, "nothing waits any more");
 });

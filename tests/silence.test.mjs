@@ -141,3 +141,33 @@ test("silence.mjs: the rule, row by row", async () => {
     assert.equal(isSilent(origin, silenceMs, 1_000, now), expected, what);
   });
 });
+
+// isWaiting (a colo read is worth it: edge::Isolate::colo_read_wanted) as
+// a table on the same simulated clock: any origin with an attempt
+// outstanding for forMs (250) or longer, answers to others or not; attempt
+// timeout 1000. Each row runs a million ms after the last, so every
+// earlier row's attempts are lost by then and count for nothing.
+test("silence.mjs: isWaiting, row by row", async () => {
+  const { attemptStarted, attemptEnded, heard, isWaiting } = await import("../src/js/silence.mjs");
+  const rows = [
+    // [what, events (origin offset, kind, at...), now, expected]
+    ["nothing outstanding", [], 0, false],
+    ["outstanding, not yet forMs", [[0, "start", 0]], 249, false],
+    ["outstanding forMs", [[0, "start", 0]], 250, true],
+    ["ended with an answer", [[0, "start", 0], [0, "end", 0, true, 100]], 500, false],
+    ["ended without one (timed out)", [[0, "start", 0], [0, "end", 0, false, 1_000]], 1_100, false],
+    ["answered someone else since, still outstanding", [[0, "start", 0], [0, "heard", 100]], 300, true],
+    ["on another origin", [[1, "start", 0]], 300, true],
+    ["an end lost past timeout + margin no longer counts", [[0, "start", 0]], 2_001, false],
+  ];
+  rows.forEach(([what, events, now, expected], i) => {
+    const base = 1_000_000_000 + i * 1_000_000;
+    const origin = 2_000 + 2 * i; // this table's own, two per row
+    for (const [offset, kind, at, answered, endAt] of events) {
+      if (kind === "start") attemptStarted(origin + offset, base + at);
+      else if (kind === "end") attemptEnded(origin + offset, base + at, answered, base + endAt);
+      else heard(origin + offset, base + at);
+    }
+    assert.equal(isWaiting(250, 1_000, base + now), expected, what);
+  });
+});

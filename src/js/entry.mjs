@@ -10,8 +10,9 @@
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
 import { attempt_js, forward_headers, served_by_js } from "./attempt.mjs";
-import { answered, configure, grant, instance, lease, takeWork, upstreamPath, upstreamUrl, workDone } from "./lease.mjs";
+import { answered, configure, grant, instance, lease, RETRY_WORK, takeWork, upstreamPath, upstreamUrl, workDone } from "./lease.mjs";
 import { route, setsCookieFor } from "./route.mjs";
+import { bufferedLength } from "./body.mjs";
 import { isAnswer } from "./rules.mjs";
 import { isSilent } from "./silence.mjs";
 import { hashKeyIn, HASH } from "./steer.mjs";
@@ -62,12 +63,14 @@ function call(fn, ...args) {
 // chose: while Rust's lease on that choice holds (src/fast.rs, lease.mjs),
 // the attempt is made here without entering Wasm, and only a failure goes
 // back into Rust's full path (fetch_after), which records it and walks on
-// over the origins. Bodies, the status endpoint and a map with no healthy
-// origin take the full path from the start; periodic work (probes, colo
-// reads, consultations) runs beside a request in the background. `make
-// bench` and `make bench-cost` measured each step of this.
+// over the origins. A small body (body.mjs) is read into a buffer here,
+// its bytes held on Rust's replay budget, so that a failed attempt's
+// replay can resend it. The status endpoint, large or chunked bodies and a
+// map with no healthy origin take the full path from the start; periodic
+// work (probes, colo reads, consultations) runs beside a request in the
+// background. `make bench` and `make bench-cost` measured each step of
+// this.
 function fastFetch(request, env, ctx) {
-  if (request.body !== null) return call(wasm.fetch, request, env, ctx);
   // A lease dies with the Wasm instance that granted it: besides the reset
   // in checkReinitialize, wasm-bindgen's glue starts a new instance by
   // itself after a trap no panic hook saw; every new instance bumps
@@ -85,28 +88,34 @@ function fastFetch(request, env, ctx) {
     }
     if (!grant(guard(wasm.fast_lease, env), id)) return call(wasm.fetch, request, env, ctx);
   }
-  const sent = instance.steer !== undefined ? steeredFetch(request, env, ctx, instance.steer, now) : plainFetch(request, env, ctx, now);
+  // Everything that may send the request to the full path is decided
+  // before a body is read: once read, only fetch_after can take it. Each
+  // getter of a Request is a call into the runtime: read once.
+  const url = request.url;
+  const method = request.method;
+  const bytes = request.body === null ? 0 : bufferedLength(method, request.headers.get("content-length"), instance.replayMax);
+  const target =
+    bytes === undefined ? undefined : instance.steer !== undefined ? steeredTarget(request, url, method, instance.steer, now) : plainTarget(request, url, method, now);
+  let sent;
+  if (target === undefined) sent = call(wasm.fetch, request, env, ctx);
+  else if (bytes === 0) sent = attempt(request, env, ctx, target, undefined);
+  else sent = attemptWithBody(request, env, ctx, target, bytes);
   // Periodic work due (a colo read, a consultation, a probe): beside this
   // request, never before it (src/periodic.rs).
-  if (takeWork(now)) ctx.waitUntil(call(wasm.periodic_work, env, ctx, request.url).then(workDone, () => workDone(0)));
+  if (takeWork(now)) ctx.waitUntil(call(wasm.periodic_work, env, ctx, url).then(workDone, () => workDone(RETRY_WORK)));
   return sent;
 }
 
 // The fast path under plain failover: every request to the lease's origin.
-function plainFetch(request, env, ctx, now) {
-  const url = upstreamUrl(request.url, request.method);
-  if (url === undefined) return call(wasm.fetch, request, env, ctx);
-  const { origin, name, failover } = lease;
+// Where it goes (undefined: the full path's).
+function plainTarget(request, url, method, now) {
+  const upstream = upstreamUrl(url, method);
+  if (upstream === undefined) return undefined;
+  const origin = lease.origin;
   // A silent origin (silence.mjs): the full path routes around it.
-  if (isSilent(origin, instance.silenceMs, instance.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
-  const headers = forward_headers(request.headers, request.url, undefined, undefined);
-  return attempt_js(url, request.method, headers, undefined, undefined, instance.timeoutMs, origin).then((result) => {
-    if (typeof result === "object" && answers(result)) {
-      answered(origin);
-      return served_by_js(result, name, failover);
-    }
-    return call(wasm.fetch_after, request, env, ctx, origin, result, NaN);
-  });
+  if (isSilent(origin, instance.silenceMs, instance.timeoutMs, now)) return undefined;
+  const headers = forward_headers(request.headers, url, undefined, undefined);
+  return { url: upstream, method, secure: false, headers, origin, name: lease.name, failedOver: lease.failover, plan: undefined, random: NaN };
 }
 
 // The fast path under a steering policy, affinity or an Access token: the
@@ -114,11 +123,11 @@ function plainFetch(request, env, ctx, now) {
 // attempt carries that origin's service token. Still no Wasm call unless
 // the attempt fails; Rust then walks on from the same route (the random
 // number goes with it).
-function steeredFetch(request, env, ctx, steer, now) {
-  const path = upstreamPath(request.url, request.method);
-  if (path === undefined) return call(wasm.fetch, request, env, ctx);
+function steeredTarget(request, url, method, steer, now) {
+  const path = upstreamPath(url, method);
+  if (path === undefined) return undefined;
   for (let i = 0; i < steer.names.length; i++) {
-    if (isSilent(i, instance.silenceMs, instance.timeoutMs, now)) return call(wasm.fetch, request, env, ctx);
+    if (isSilent(i, instance.silenceMs, instance.timeoutMs, now)) return undefined;
   }
   const headers = request.headers;
   const key = steer.policy === HASH ? hashKeyIn(headers.get(steer.hashHeader), steer.hashCookie) : undefined;
@@ -126,23 +135,71 @@ function steeredFetch(request, env, ctx, steer, now) {
   const random = Math.random();
   const plan = route(steer, key, cookies, random);
   const origin = plan.order[0];
-  if (steer.healthy[origin] !== true) return call(wasm.fetch, request, env, ctx);
+  if (steer.healthy[origin] !== true) return undefined;
   // The origin's service token, if any, replaces any the client sent.
   const token = steer.access[origin];
-  const sent = token === null ? forward_headers(headers, request.url) : forward_headers(headers, request.url, token.id, token.secret);
-  const url = steer.bases[origin] + path;
-  return attempt_js(url, request.method, sent, undefined, undefined, instance.timeoutMs, origin).then((result) => {
+  const sent = token === null ? forward_headers(headers, url) : forward_headers(headers, url, token.id, token.secret);
+  const secure = url.startsWith("https:");
+  return { url: steer.bases[origin] + path, method, secure, headers: sent, origin, name: steer.names[origin], failedOver: origin !== plan.intended, plan, random };
+}
+
+// The one attempt, then the client's answer, or the full path (with the
+// body, if one was read) when the attempt did not succeed.
+function attempt(request, env, ctx, target, body) {
+  const { origin } = target;
+  return attempt_js(target.url, target.method, target.headers, body, undefined, instance.timeoutMs, origin).then((result) => {
     if (typeof result === "object" && answers(result)) {
       answered(origin);
-      const out = served_by_js(result, steer.names[origin], origin !== plan.intended);
-      if (steer.cookies !== undefined && setsCookieFor(plan, origin, steer.weights)) {
-        const secure = request.url.startsWith("https:") ? "; Secure" : "";
-        out.headers.append("set-cookie", steer.cookies[origin] + secure);
+      const out = served_by_js(result, target.name, target.failedOver);
+      const steer = instance.steer;
+      if (target.plan !== undefined && steer.cookies !== undefined && setsCookieFor(target.plan, origin, steer.weights)) {
+        out.headers.append("set-cookie", steer.cookies[origin] + (target.secure ? "; Secure" : ""));
       }
       return out;
     }
-    return call(wasm.fetch_after, request, env, ctx, origin, result, random);
+    return call(wasm.fetch_after, request, env, ctx, origin, result, target.random, body);
   });
+}
+
+// A request with a body small enough to replay (`bytes` long, body.mjs):
+// its bytes are held on the isolate's replay budget (Rust's, so the status
+// endpoint and the full path see them), read, sent, and given back once
+// the attempts are over, whichever way they end. A body the budget cannot
+// take now takes the full path, which streams it to one origin.
+function attemptWithBody(request, env, ctx, target, bytes) {
+  if (!guard(wasm.hold_body, env, bytes)) return call(wasm.fetch, request, env, ctx);
+  // A hold taken in an instance that has since been replaced went with it.
+  const id = initState.instanceId;
+  const release = () => {
+    if (initState.instanceId === id) guard(wasm.release_body, env, bytes);
+  };
+  return request.arrayBuffer().then(
+    (body) => {
+      let sent;
+      try {
+        sent = attempt(request, env, ctx, target, body);
+      } catch (e) {
+        release();
+        throw e;
+      }
+      return sent.then(
+        (res) => {
+          release();
+          return res;
+        },
+        (e) => {
+          release();
+          throw e;
+        },
+      );
+    },
+    // The client went away mid-upload: the full path answers as it
+    // always has (the body cannot be read).
+    () => {
+      release();
+      return call(wasm.fetch, request, env, ctx);
+    },
+  );
 }
 
 // The origin's answer for the client, or a failed attempt (rules.mjs, held

@@ -3,11 +3,15 @@
 // (`revoke_lease`, imported by Rust) whenever the health map's routing
 // changes; in between, requests go out without entering Wasm. Periodic
 // work does not end it: from `workDue` on, the next request also starts
-// that work in the background (entry.mjs). What never changes while
+// that work in the background (entry.mjs), and so does one that finds an
+// attempt kept waiting from `coloDue` on (a colo read, which Rust wants
+// then; edge::Isolate::colo_read_wanted). What never changes while
 // a Wasm instance lives comes once per instance (`fast_config`, `configure`
 // here), not with every lease. `upstreamUrl` is the twin of
 // failover_core::edge::target, held to tests/fixtures/fast-path.json
 // (tests/lease.test.mjs here, fast_path_fixture.rs in the core).
+
+import { isWaiting } from "./silence.mjs";
 
 // The instance's part, as `fast_config` returns it (src/fast.rs).
 export const instance = {
@@ -16,6 +20,8 @@ export const instance = {
   bases: [], // scheme://authority, no path, per origin
   timeoutMs: 0,
   silenceMs: 0, // SILENCE_MS; 0: off
+  replayMax: 0, // REPLAY_BODY_MAX_BYTES: the largest body the fast path buffers
+  suspectMs: 0, // an attempt waiting this long makes a colo read worth it
   statusPath: undefined, // set when the status endpoint or the admin API is on
   // With a steering policy, affinity or an Access token: what route.mjs
   // needs to route each request (src/fast.rs `steering`, plus `names`,
@@ -31,6 +37,7 @@ export const lease = {
   valid: false, // false: ask Rust again
   origin: -1,
   workDue: 0, // ms: from then on, the next request starts periodic work
+  coloDue: 0, // ms: from then on, so does one that finds an attempt waiting
   base: "", // the origin's, from the instance's bases
   name: "",
   failover: false, // true: `origin` serves because one meant before it is down (x-failover)
@@ -54,6 +61,8 @@ export function configure(config, id) {
   instance.bases = config.bases;
   instance.timeoutMs = config.timeoutMs;
   instance.silenceMs = config.silenceMs;
+  instance.replayMax = config.replayMax;
+  instance.suspectMs = config.suspectMs;
   instance.statusPath = config.statusPath;
   instance.steer = config.steer;
   if (instance.steer !== undefined) {
@@ -75,6 +84,7 @@ export function grant(granted, id) {
   if (granted === undefined || instance.id !== id) return false;
   lease.origin = granted.origin;
   lease.workDue = granted.workDue;
+  lease.coloDue = granted.coloDue;
   lease.base = instance.bases[granted.origin];
   lease.name = instance.names[granted.origin];
   lease.failover = granted.failover;
@@ -103,15 +113,23 @@ let workTakenAt = -Infinity;
 // due, or it is presumed lost.
 export function takeWork(now) {
   const lost = lease.workDue === Infinity && now - workTakenAt >= WORK_LOST_MS;
-  if (now < lease.workDue && !lost) return false;
+  const due = now >= lease.workDue || (now >= lease.coloDue && isWaiting(instance.suspectMs, instance.timeoutMs, now));
+  if (!due && !lost) return false;
   lease.workDue = Infinity;
+  lease.coloDue = Infinity;
   workTakenAt = now;
   return true;
 }
 
-export function workDone(nextDue) {
-  if (lease.workDue === Infinity) lease.workDue = nextDue;
+// `due`: when work is next due, as `periodic_work` resolves
+// ({ workDue, coloDue }, ms), or RETRY_WORK after a failed run.
+export function workDone(due) {
+  if (lease.workDue !== Infinity) return;
+  lease.workDue = due.workDue;
+  lease.coloDue = due.coloDue;
 }
+
+export const RETRY_WORK = { workDue: 0, coloDue: 0 };
 
 export function answered(origin) {
   evidence[origin] = Date.now();

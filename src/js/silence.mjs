@@ -46,15 +46,37 @@ export const LOST_AFTER_TIMEOUT_MS = 1000;
 
 export function isSilent(origin, silenceMs, timeoutMs, now) {
   if (!(silenceMs > 0)) return false;
-  const list = outstanding[origin];
-  if (list === undefined) return false;
-  while (list.length > 0 && now - list[0] > timeoutMs + LOST_AFTER_TIMEOUT_MS) list.shift();
-  if (list.length === 0) return false;
-  const oldest = list[0];
+  const oldest = oldestOutstanding(origin, timeoutMs, now);
   return now - oldest > silenceMs && !(heardAt[origin] >= oldest);
 }
 
 // For Rust (wasm-bindgen import): the same question at the current time.
 export function is_silent(origin, silenceMs, timeoutMs) {
   return isSilent(origin, silenceMs, timeoutMs, Date.now());
+}
+
+// Whether some origin has had an attempt outstanding for `forMs` or longer
+// (lost ones aside, as above), whether or not it has answered anyone else
+// since. Not silence: a hint that the colo's verdicts are worth reading
+// (edge::Isolate::colo_read_wanted; `forMs` is its suspect_after), since
+// another isolate may already know why the attempt waits.
+export function isWaiting(forMs, timeoutMs, now) {
+  for (let origin = 0; origin < outstanding.length; origin++) {
+    if (now - oldestOutstanding(origin, timeoutMs, now) >= forMs) return true;
+  }
+  return false;
+}
+
+// For Rust (wasm-bindgen import): the same question at the current time.
+export function is_waiting(forMs, timeoutMs) {
+  return isWaiting(forMs, timeoutMs, Date.now());
+}
+
+// When `origin`'s oldest outstanding attempt started (Infinity: none),
+// letting go of lost ones.
+function oldestOutstanding(origin, timeoutMs, now) {
+  const list = outstanding[origin];
+  if (list === undefined) return Infinity;
+  while (list.length > 0 && now - list[0] > timeoutMs + LOST_AFTER_TIMEOUT_MS) list.shift();
+  return list.length === 0 ? Infinity : list[0];
 }

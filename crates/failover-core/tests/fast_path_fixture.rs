@@ -1,5 +1,5 @@
 //! The Rust half of tests/fixtures/fast-path.json: the rules the JS fast path
-//! (src/js/lease.mjs `upstreamUrl`, src/js/rules.mjs) copies from this crate,
+//! (src/js/lease.mjs `upstreamUrl`, src/js/rules.mjs, src/js/body.mjs) copies from this crate,
 //! case by case. tests/lease.test.mjs holds the JS half to the same rows, so
 //! a rule changed in one language only fails one of the two.
 
@@ -9,6 +9,7 @@
 use failover_core::edge::classify::{
     classify_response, is_access_login, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
 };
+use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::target::{authority, is_status_request, reserved_subpath, upstream_url};
 use serde_json::Value;
 
@@ -172,6 +173,35 @@ fn access_login_is_a_failure_the_origin_never_saw() {
     // may go on to the next origin (replay.rs).
     assert_eq!(Failure::AccessLogin.label(), "access login");
     assert!(Failure::AccessLogin.origin_never_saw_request());
+}
+
+#[test]
+fn bodies() {
+    let doc = fixture();
+    let cap = doc["bodies"]["cap"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("bodies.cap must be a whole number"));
+    for row in cases(&doc, "bodies") {
+        let method = text(row, "method");
+        let length = maybe_text(row, "content_length");
+        let plan = match BodyPlan::choose(true, length, cap) {
+            BodyPlan::Empty => "empty",
+            BodyPlan::Buffered => "buffered",
+            BodyPlan::Streamed => "streamed",
+        };
+        assert_eq!(plan, text(row, "plan"), "{row}");
+        // The fast path reads only a body the full path would buffer too,
+        // of the length the full path holds, and never a GET's or HEAD's.
+        match &row["fast"] {
+            Value::Number(bytes) => {
+                assert_eq!(plan, "buffered", "{row}");
+                assert!(!matches!(method, "GET" | "HEAD"), "{row}");
+                let parsed = length.and_then(|l| l.trim().parse::<u64>().ok());
+                assert_eq!(bytes.as_u64(), parsed, "{row}");
+            }
+            fast => assert_eq!(fast.as_str(), Some(FULL_PATH), "{row}"),
+        }
+    }
 }
 
 #[test]

@@ -9,7 +9,22 @@
 //! Overrides (`edge::overrides`) are part of what the lease rests on: a
 //! change learned from the checker, or one coming into or out of force by
 //! itself (a TTL, a drain's end, which `next_due_ms` includes), revokes it
-//! like a health change. The edge's
+//! like a health change.
+//!
+//! A colo read of the origins' verdicts is due only when it can change where
+//! a request goes ([`Isolate::colo_read_wanted`]): while some origin is down
+//! here (the colo may know it is back), or while an attempt has waited
+//! longer than [`shared::suspect_after`] for its answer (another isolate may
+//! already have found the origin dead). A read beside a request never helps
+//! that request, only the ones after it; when every origin is up and
+//! answers promptly, a read can tell the isolate nothing its own next
+//! attempt would not, and a small site paid one on nearly every request
+//! (two Cache API matches, most of a request's cost; see bench/README.md).
+//! The location's copy of the global checker's answer (`edge::consult`:
+//! its verdicts and the overrides in force) is read on its own cadence
+//! whatever the map says: it is how an operator's override, or the
+//! checker's word on an origin this isolate never tried, reaches the
+//! isolate. The edge's
 //! counterpart of `node::Node`, in quinn-proto's shape: the machine owns its
 //! clocks and answers `next_due_ms`; the shell (src/isolate.rs) holds it in
 //! a `RefCell`, never across an `.await`, and carries out what it says.
@@ -23,7 +38,7 @@ use crate::edge::consult::{claim_key, snapshot_key, snapshot_read_every};
 use crate::edge::events::origin_event;
 use crate::edge::health::{HealthMap, Transition};
 use crate::edge::overrides::{Overrides, Standing};
-use crate::edge::shared::{colo_key, colo_read_every, Cadence};
+use crate::edge::shared::{self, colo_key, colo_read_every, Cadence};
 use crate::edge::slow_start::{self, SlowStart};
 use crate::edge::steering::Policy;
 use crate::edge::time::after;
@@ -45,9 +60,11 @@ pub const REPORT_EVERY: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug)]
 pub struct Isolate {
     health: HealthMap,
-    /// When the colo's shared verdicts are next read; None with
+    /// When the colo's shared verdicts may next be read; None with
     /// `COLO_HEALTH=off`.
     colo_reads: Option<Cadence>,
+    /// How long an attempt waits before a colo read is worth making.
+    suspect_after: Duration,
     /// When the global checker is next consulted directly (no colo cache,
     /// or one that keeps nothing: `consult::AfterClaim::CacheKeepsNothing`).
     global_reads: Cadence,
@@ -92,7 +109,9 @@ struct ViaLocation {
 /// `origin` (or are routed by the fast path's twin of `route`, with the
 /// health it was given) without entering Wasm, until a change to the health
 /// map revokes it ([`LeaseAfter::Revoked`]). From `work_due_ms` on, the
-/// next request also starts the periodic work, in the background.
+/// next request also starts the periodic work, in the background; from
+/// `colo_due_ms` on, so does a request that finds an attempt waiting longer
+/// than [`Isolate::suspect_after`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
     /// The first origin requests may go to, in priority order (healthy,
@@ -103,6 +122,9 @@ pub struct Lease {
     /// Whether `origin` is not the one requests are meant for (it serves
     /// because the one before it is down): `x-failover` on plain failover.
     pub failover: bool,
+    /// When a colo read may next start for a waiting attempt
+    /// (`Isolate::colo_due_ms`); `u64::MAX` with `COLO_HEALTH=off`.
+    pub colo_due_ms: u64,
 }
 
 /// Whether a change to the health map ended the fast path's lease.
@@ -120,11 +142,13 @@ impl Isolate {
     /// client attempt marks one down), nothing read or consulted yet.
     pub fn new(config: &WorkerConfig) -> Isolate {
         let interval = Duration::from_millis(config.health_interval_ms);
+        let timeout = Duration::from_millis(config.attempt_timeout_ms);
         Isolate {
             health: HealthMap::new(config.origins.len(), config.health_rise, 1, interval),
             colo_reads: config
                 .colo_health
                 .then(|| Cadence::new(colo_read_every(interval))),
+            suspect_after: shared::suspect_after(colo_read_every(interval), timeout),
             global_reads: Cadence::new(interval),
             via_location: None,
             budget: ReplayBudget::new(config.replay_buffer_budget_bytes),
@@ -220,10 +244,35 @@ impl Isolate {
         self.health.record_success(origin, now_ms);
     }
 
-    /// Whether the colo's verdicts are due to be read, without taking the
-    /// read (`take_colo_read` does); never with `COLO_HEALTH=off`.
-    pub fn colo_read_due(&self, now_ms: u64) -> bool {
-        self.colo_reads.as_ref().is_some_and(|c| c.is_due(now_ms))
+    /// Whether a colo read could change where a request goes: some origin
+    /// is down here, or `waiting` says an attempt has been outstanding for
+    /// longer than [`Isolate::suspect_after`] (asked only when no origin is
+    /// down: the shell asks JS). See the module's header.
+    pub fn colo_read_wanted(&self, waiting: impl FnOnce() -> bool) -> bool {
+        self.first_down().is_some() || waiting()
+    }
+
+    /// Whether the colo's verdicts are due to be read (the read period has
+    /// passed, and the read is wanted: `waiting` is asked only then),
+    /// without taking the read (`take_colo_read` does); never with
+    /// `COLO_HEALTH=off`.
+    pub fn colo_read_due(&self, now_ms: u64, waiting: impl FnOnce() -> bool) -> bool {
+        self.colo_reads.as_ref().is_some_and(|c| c.is_due(now_ms)) && self.colo_read_wanted(waiting)
+    }
+
+    /// When the read period next allows a colo read, wanted or not
+    /// (`u64::MAX` with `COLO_HEALTH=off`): the fast path starts one from
+    /// then on for an attempt that has waited too long.
+    pub fn colo_due_ms(&self) -> u64 {
+        self.colo_reads
+            .as_ref()
+            .map_or(u64::MAX, Cadence::next_due_ms)
+    }
+
+    /// How long an attempt may wait for its answer before a colo read is
+    /// wanted (`shared::suspect_after`).
+    pub fn suspect_after(&self) -> Duration {
+        self.suspect_after
     }
 
     /// Bodies held for replay across the isolate's requests.
@@ -252,8 +301,11 @@ impl Isolate {
     }
 
     /// True (and the next read is scheduled) when the colo's verdicts are
-    /// due to be read; never with `COLO_HEALTH=off`.
-    pub fn take_colo_read(&mut self, now_ms: u64) -> bool {
+    /// due to be read (`colo_read_due`); never with `COLO_HEALTH=off`.
+    pub fn take_colo_read(&mut self, now_ms: u64, waiting: impl FnOnce() -> bool) -> bool {
+        if !self.colo_read_due(now_ms, waiting) {
+            return false;
+        }
         self.colo_reads.as_mut().is_some_and(|c| c.take(now_ms))
     }
 
@@ -265,11 +317,19 @@ impl Isolate {
     }
 
     /// True (and the next one is scheduled) when the location's copy of the
-    /// checker's answer is due to be read, with a colo read.
+    /// checker's answer is due to be read: on its own cadence, whether or
+    /// not the origins' verdicts are wanted (it carries the overrides).
     pub fn take_snapshot_read(&mut self, now_ms: u64) -> bool {
         self.via_location
             .as_mut()
             .is_some_and(|v| v.reads.take(now_ms))
+    }
+
+    /// Whether the location's copy is due to be read, without taking it.
+    pub fn snapshot_read_due(&self, now_ms: u64) -> bool {
+        self.via_location
+            .as_ref()
+            .is_some_and(|v| v.reads.is_due(now_ms))
     }
 
     /// The location's copy's cache key and its claim key, with a checker
@@ -363,18 +423,25 @@ impl Isolate {
     }
 
     /// When the next piece of periodic work falls due without another
-    /// change: a colo read, a checker consultation or a probe of a down
-    /// origin (0 when one has never run).
+    /// change: a colo read (while some origin is down), a checker
+    /// consultation or a probe of a down origin (0 when one has never run).
     pub fn next_due_ms(&self) -> u64 {
-        // Reads of the location's copy ride on colo reads, which are at
-        // least as frequent; a direct consultation is not due while they run.
-        let direct = self
-            .via_location
-            .is_none()
-            .then(|| self.global_reads.next_due_ms());
+        // The origins' verdicts only while a read is wanted without an
+        // attempt waiting (one that waits starts it from `colo_due_ms`). The
+        // location's copy of the checker's answer keeps its own cadence (it
+        // carries overrides); a direct consultation is not due while it runs.
+        let colo = self
+            .colo_reads
+            .as_ref()
+            .filter(|_| self.colo_read_wanted(|| false));
+        let (direct, snapshot) = match &self.via_location {
+            Some(v) => (None, Some(v.reads.next_due_ms())),
+            None => (Some(self.global_reads.next_due_ms()), None),
+        };
         [
-            self.colo_reads.as_ref().map(Cadence::next_due_ms),
+            colo.map(Cadence::next_due_ms),
             direct,
+            snapshot,
             self.health.next_probe_ms(),
             self.standings_change_ms,
         ]
@@ -406,6 +473,7 @@ impl Isolate {
             origin,
             work_due_ms: self.next_due_ms(),
             failover: origin != intended,
+            colo_due_ms: self.colo_due_ms(),
         })
     }
 
@@ -445,6 +513,11 @@ impl Isolate {
     /// whose word stands against the checks.
     pub fn any_serving(&self) -> bool {
         self.first_up().is_some() || self.standings.contains(&Standing::ForcedUp)
+    }
+
+    /// The first origin the health map calls down.
+    fn first_down(&self) -> Option<usize> {
+        (0..self.health.len()).find(|&i| !self.health.is_up(i))
     }
 }
 
@@ -503,35 +576,80 @@ mod tests {
         .unwrap()
     }
 
-    fn lease(origin: usize, work_due_ms: u64) -> Option<Lease> {
+    fn lease(origin: usize, work_due_ms: u64, colo_due_ms: u64) -> Option<Lease> {
         Some(Lease {
             origin,
             work_due_ms,
             failover: origin != 0,
+            colo_due_ms,
         })
     }
 
-    #[test]
-    fn a_fresh_isolate_leases_at_once_with_work_due_beside_it() {
-        let isolate = Isolate::new(&config(&[]));
-        assert_eq!(
-            isolate.next_due_ms(),
-            0,
-            "the first colo read and consultation"
-        );
-        assert_eq!(isolate.lease(0), lease(0, 0));
+    /// No attempt has waited `suspect_after`.
+    fn not_waiting() -> bool {
+        false
+    }
+
+    /// An attempt has.
+    fn waiting() -> bool {
+        true
     }
 
     #[test]
-    fn periodic_work_moves_when_it_is_due_not_the_lease() {
+    fn a_fresh_isolate_leases_at_once_with_the_consultation_beside_it() {
+        let isolate = Isolate::new(&config(&[]));
+        assert_eq!(isolate.next_due_ms(), 0, "the first consultation");
+        assert_eq!(isolate.lease(0), lease(0, 0, 0));
+    }
+
+    #[test]
+    fn all_up_the_colo_is_read_only_for_an_attempt_that_waits() {
         let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
-        assert!(isolate.take_colo_read(1_000));
         assert!(isolate.take_global_read(1_000));
-        assert!(!isolate.take_colo_read(1_100), "at most every 250 ms");
-        assert_eq!(isolate.next_due_ms(), 1_250);
-        assert_eq!(isolate.lease(0), lease(0, 1_250));
-        assert!(isolate.take_colo_read(1_300));
-        assert_eq!(isolate.lease(0), lease(0, 1_550));
+        assert!(
+            !isolate.colo_read_due(1_000, not_waiting),
+            "it could tell nothing"
+        );
+        assert!(!isolate.take_colo_read(1_000, not_waiting));
+        assert_eq!(isolate.next_due_ms(), 16_000, "the consultation alone");
+        assert_eq!(isolate.lease(0), lease(0, 16_000, 0));
+        assert!(isolate.take_colo_read(1_000, waiting));
+        assert!(
+            !isolate.take_colo_read(1_100, waiting),
+            "at most every 250 ms"
+        );
+        assert_eq!(isolate.lease(0), lease(0, 16_000, 1_250));
+        assert!(isolate.take_colo_read(1_300, waiting));
+        assert_eq!(isolate.lease(0), lease(0, 16_000, 1_550));
+    }
+
+    #[test]
+    fn an_attempt_waits_a_read_period_or_half_its_timeout_before_a_read() {
+        let suspect = |vars: &[(&str, &str)]| Isolate::new(&config(vars)).suspect_after();
+        assert_eq!(suspect(&[]), Duration::from_millis(250));
+        assert_eq!(
+            suspect(&[("ATTEMPT_TIMEOUT_MS", "300")]),
+            Duration::from_millis(150)
+        );
+        assert_eq!(
+            suspect(&[("HEALTH_INTERVAL_MS", "100")]),
+            Duration::from_millis(100)
+        );
+    }
+
+    #[test]
+    fn with_an_origin_down_the_colo_is_read_every_period() {
+        let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
+        assert!(isolate.take_global_read(0));
+        let (flip, _) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
+        assert!(flip.is_some());
+        // The colo may say a is back before a's own probe does.
+        assert!(isolate.colo_read_due(1_000, not_waiting));
+        assert_eq!(isolate.lease(0), lease(1, 0, 0));
+        assert!(isolate.take_colo_read(1_000, not_waiting));
+        assert_eq!(isolate.lease(0), lease(1, 1_250, 1_250));
+        assert!(!isolate.take_colo_read(1_200, not_waiting));
+        assert!(isolate.take_colo_read(1_250, not_waiting));
     }
 
     #[test]
@@ -540,9 +658,11 @@ mod tests {
             ("COLO_HEALTH", "off"),
             ("HEALTH_INTERVAL_MS", "15000"),
         ]));
-        assert!(!isolate.take_colo_read(0));
+        assert!(!isolate.take_colo_read(0, waiting));
         assert!(isolate.take_global_read(1_000));
-        assert_eq!(isolate.lease(0), lease(0, 16_000));
+        assert_eq!(isolate.lease(0), lease(0, 16_000, u64::MAX));
+        isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 2_000));
+        assert!(!isolate.take_colo_read(2_000, not_waiting));
     }
 
     #[test]
@@ -556,7 +676,7 @@ mod tests {
         assert_eq!(after, LeaseAfter::Revoked);
         // b serves now. Work is next due at the checker's consultation, just
         // before a's probe (one interval after the flip).
-        assert_eq!(isolate.lease(0), lease(1, 15_000));
+        assert_eq!(isolate.lease(0), lease(1, 15_000, u64::MAX));
         assert_eq!(isolate.health().next_probe_ms(), Some(15_020));
         let (_, after) = isolate.change_health(|h| h.record_failure(1, Failure::Refused, 40));
         assert_eq!(after, LeaseAfter::Revoked);
@@ -579,7 +699,7 @@ mod tests {
         isolate.take_global_read(0);
         let (_, after) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
         assert_eq!(after, LeaseAfter::Revoked);
-        assert_eq!(isolate.lease(2_000), lease(1, 15_000), "b serves");
+        assert_eq!(isolate.lease(2_000), lease(1, 15_000, u64::MAX), "b serves");
         let (_, after) = isolate.change_health(|h| h.record_probe(0, None, 16_000));
         assert_eq!(after, LeaseAfter::Revoked, "a came back: its ramp begins");
         for now in [16_000, 30_000, 75_999] {
@@ -587,13 +707,17 @@ mod tests {
             assert_eq!(isolate.lease(now), None, "{now}: the full path routes");
         }
         assert!(!isolate.ramp_in_effect(76_000));
-        assert_eq!(isolate.lease(76_000), lease(0, 15_000), "the ramp is over");
+        assert_eq!(
+            isolate.lease(76_000),
+            lease(0, 15_000, u64::MAX),
+            "the ramp is over"
+        );
         // With b down there is no one to hold a back for: no ramp in effect.
         isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 80_000));
         isolate.change_health(|h| h.record_probe(0, None, 95_000));
         isolate.change_health(|h| h.record_failure(1, Failure::Timeout, 96_000));
         assert!(!isolate.ramp_in_effect(96_000));
-        assert_eq!(isolate.lease(96_000), lease(0, 15_000));
+        assert_eq!(isolate.lease(96_000), lease(0, 15_000, u64::MAX));
         // Another isolate's news that b came back (this one never saw it
         // down and up) revokes the lease and starts b's ramp, which under
         // failover moves no request while a serves.
@@ -631,12 +755,15 @@ mod tests {
     fn an_answer_is_evidence_and_colo_reads_can_be_peeked() {
         let mut isolate = Isolate::new(&config(&[]));
         isolate.record_answer(0, 5_000);
-        assert!(isolate.colo_read_due(5_000));
-        assert!(isolate.colo_read_due(5_000), "peeking takes nothing");
-        assert!(isolate.take_colo_read(5_000));
-        assert!(!isolate.colo_read_due(5_100));
+        assert!(isolate.colo_read_due(5_000, waiting));
+        assert!(
+            isolate.colo_read_due(5_000, waiting),
+            "peeking takes nothing"
+        );
+        assert!(isolate.take_colo_read(5_000, waiting));
+        assert!(!isolate.colo_read_due(5_100, waiting));
         let off = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
-        assert!(!off.colo_read_due(0));
+        assert!(!off.colo_read_due(0, waiting));
     }
 
     #[test]
@@ -879,8 +1006,14 @@ mod tests {
         let c = config(&[("HEALTH_INTERVAL_MS", "15000")]);
         let mut isolate = Isolate::new(&c).with_checker(&c, "abc");
         assert!(!isolate.take_global_read(0), "never directly, by cadence");
+        assert!(isolate.snapshot_read_due(0));
         assert!(isolate.take_snapshot_read(0));
+        assert!(!isolate.snapshot_read_due(999));
         assert!(!isolate.take_snapshot_read(999));
+        // Every origin up and no attempt waiting: the origins' verdicts are
+        // not wanted, but the copy (overrides ride in it) keeps its cadence.
+        assert!(!isolate.colo_read_due(1_000, not_waiting));
+        assert_eq!(isolate.next_due_ms(), 1_000);
         assert!(isolate.take_snapshot_read(1_000));
         assert!(
             isolate.take_direct_read(0),

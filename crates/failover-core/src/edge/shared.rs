@@ -141,6 +141,15 @@ pub fn colo_read_every(health_interval: Duration) -> Duration {
     READ_EVERY.min(health_interval)
 }
 
+/// How long an attempt may wait for its answer before the colo's verdicts
+/// are worth reading beside the next request (`Isolate::colo_read_wanted`):
+/// one read period, or half the attempt timeout when that is shorter, so a
+/// read can land while the attempt still waits. A healthy origin that
+/// answers within it costs its isolate no colo read at all.
+pub fn suspect_after(read_every: Duration, attempt_timeout: Duration) -> Duration {
+    read_every.min(attempt_timeout / 2)
+}
+
 /// A "do this at most once per period" timer, for cache reads and checker
 /// consultations that must not run on every request.
 #[derive(Clone, Debug)]

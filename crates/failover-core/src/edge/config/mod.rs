@@ -98,6 +98,13 @@ impl WorkerConfig {
     /// `FALLBACK`'s `html_var` name, and for [`CHECKER_BINDING`] (any text
     /// when that Durable Object binding exists).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
+        WorkerConfig::from_var_source(&get)
+    }
+
+    /// `from_vars`' body, not generic: the Worker reads its config from two
+    /// places (an isolate and the global checker), and two copies of the
+    /// whole parser cost 5 KB of the Worker's gzipped Wasm.
+    fn from_var_source(get: &dyn Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let origins_text = get("ORIGINS").ok_or_else(|| {
             error(
                 "ORIGINS",
