@@ -149,6 +149,39 @@ test("an outage in four formats: one origin.down and one origin.up each, the jso
   }
 });
 
+// The fast path sends a small POST from JS (src/js/entry.mjs reads its body
+// into a buffer); its failure must end where a failed GET's does: in the
+// full path's failure handling, which tells the checker at once.
+test("a small POST that fails on the fast path tells the checker at once, as a failed GET does", async () => {
+  const s = await setup((r) => ({
+    HEALTH_INTERVAL_MS: "2500",
+    HEALTH_FALL: "2",
+    NOTIFY_MIN_INTERVAL_S: "1",
+    NOTIFY: JSON.stringify([{ format: "json", url_var: "HOOK" }]),
+    HOOK: r.url("/json"),
+  }));
+  const { primary, replica, receiver, isolates } = s;
+  try {
+    // The warm-up GET leaves the lease held: the POST takes the fast path.
+    await checkerRunning(s);
+    await primary.stop();
+    // With its length (a body without one is streamed by the full path, and
+    // a broken upload is no evidence against the origin).
+    const res = await isolates.fetch("a", "/form", { method: "POST", headers: { "content-length": "512" }, body: "x".repeat(512) });
+    await res.arrayBuffer();
+    // Refused and cut after sending look the same to workerd: not replayed.
+    assert.notEqual(res.headers.get("x-served-by"), "primary");
+    const failedAt = Date.now();
+    const roundsBefore = replica.hits("/health");
+    const down = await eventually(() => primaryEvents(receiver, "/json", typeOf["/json"]).find(([t]) => t === "origin.down"), { timeoutMs: 15000 });
+    const rounds = replica.hits("/health") - roundsBefore;
+    console.log(`# first origin.down ${down[1].at - failedAt} ms after the failed POST (${rounds} probe round(s) in between)`);
+    assert.ok(rounds < 2, `the down waited for ${rounds} rounds: the POST's failure was not reported`);
+  } finally {
+    await s.close();
+  }
+});
+
 test("a receiver answering 500 for a while still gets every event once it recovers", async () => {
   const s = await setup((r) => ({
     HEALTH_INTERVAL_MS: "300",
