@@ -435,7 +435,7 @@ impl Isolate {
             .as_ref()
             .filter(|_| self.colo_read_wanted(|| false));
         let (direct, snapshot) = match &self.via_location {
-            Some(_v) => (None, None),
+            Some(v) => (None, Some(v.reads.next_due_ms())),
             None => (Some(self.global_reads.next_due_ms()), None),
         };
         [
