@@ -254,6 +254,26 @@ export async function startFrontWorker(origins) {
   }, { durableObjects: { HEALTH_CHECKER: "HealthChecker" } });
 }
 
+// Whether the Worker calls every origin up, in its own map and (when it
+// has heard from it) in the global checker's: the steady state a scenario
+// starts from. The checker probes from the Worker's first request on, so
+// at start-up it has seen the tunnels without connectors (530) and holds
+// them down until its probes prove them back; a scenario that began then
+// would measure the start-up, not the failure it injects.
+export async function workerSeesAllUp(worker) {
+  try {
+    const r = await fetch(`${worker.url}${STATUS_PATH}`, {
+      headers: { authorization: `Bearer ${STATUS_TOKEN}`, accept: "application/json" },
+      signal: AbortSignal.timeout(5000),
+    });
+    if (r.status !== 200) return false;
+    const { origins } = await r.json();
+    return origins.every((o) => o.state === "up" && (o.global === null || o.global?.state === "up"));
+  } catch {
+    return false;
+  }
+}
+
 // Whether the Worker answers the admin API (`GET {STATUS_PATH}/origins`
 // with the admin token: 200 and {"overrides": ...}); else why not, in words.
 export async function adminApi(worker) {

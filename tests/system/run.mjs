@@ -20,6 +20,7 @@ import {
   startFrontWorker,
   startLoad,
   startNode,
+  workerSeesAllUp,
 } from "./deployment.mjs";
 import { startEdge } from "./edge.mjs";
 import { rmSync } from "node:fs";
@@ -196,6 +197,7 @@ async function tunnelPerNode(dir) {
     await waitFor("both connectors registered", 20000, () => registered("primary") > 0 && registered("replica") > 0);
     load = startLoad(worker.url, { concurrency: CONCURRENCY });
     await waitFor("traffic on the primary", 20000, () => steadyOn(load, "primary"));
+    await waitFor("the Worker calling both origins up", 20000, () => workerSeesAllUp(worker));
     // Each agent told its start-up fail-back and nothing since: seconds of
     // polls that decided nothing.
     const startup = await Promise.all(nodes.map((n) => toldExactly(n, 0, ["node.fail-back"])));
@@ -226,6 +228,9 @@ async function tunnelPerNode(dir) {
         bounds: [
           [s.getErrors === 0, "GET errors"],
           [late.length === 0, `${late.length} POST errors after the connector was withdrawn`],
+          // The app's first 502 sends a probe of its health path, which
+          // agrees at once: only POSTs already on their way get the 502.
+          [s.postErrors.length <= 2 * CONCURRENCY, `${s.postErrors.length} POSTs answered the dead app's 502`],
           [withdrawn - t0 <= fallWindow, `withdrawn later than ${fallWindow} ms`],
           [s.twice === 0, "POSTs executed twice"],
           ...startup,
@@ -396,6 +401,7 @@ async function sharedTunnel(dir) {
     await waitFor("the primary's connector registered", 20000, () => edge.tunnel("site").registrations() > 0);
     load = startLoad(worker.url, { concurrency: CONCURRENCY });
     await waitFor("traffic on the primary", 20000, () => steadyOn(load, "primary"));
+    await waitFor("the Worker calling its origin up", 20000, () => workerSeesAllUp(worker));
 
     // 5a. The primary's connector loses the edge (its uplink is cut).
     {
