@@ -13,7 +13,7 @@ WRANGLER := bash scripts/wrangler.sh
 
 .PHONY: build test test-rust test-worker test-dist test-bundle dry-run lint demo bench bench-cost gate system dist dist-check worker-bundle release clean dev deploy secret status origin help
 
-## build: compile the Worker to build/index.js + build/index_bg.wasm (scripts/build-worker.sh)
+## build: compile the Worker to build/index.js + build/index_bg.wasm (the request path) + build/operator_bg.wasm (scripts/build-worker.sh)
 build:
 	@$(TOOLCHAIN) && bash scripts/build-worker.sh
 
@@ -57,6 +57,7 @@ lint:
 	@$(TOOLCHAIN) && cargo fmt --all -- --check
 	@$(TOOLCHAIN) && cargo clippy --workspace --all-targets -- -D warnings
 	@$(TOOLCHAIN) && cargo clippy --target wasm32-unknown-unknown -p tunnel-failover -- -D warnings
+	@$(TOOLCHAIN) && cargo clippy --target wasm32-unknown-unknown -p tunnel-failover --features operator -- -D warnings
 
 ## demo: a guided failover on two local origins under wrangler dev
 demo: build

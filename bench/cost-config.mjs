@@ -60,10 +60,12 @@ function config(row, opt) {
   let modules;
   let bindings;
   if (row.kind === "product") {
-    // build/index.js imports "./index_bg.wasm": the module carries that name.
+    // build/index.js imports "./index_bg.wasm" and "./operator_bg.wasm":
+    // each module carries that name.
     modules = [
       `(name = "index.js", esModule = embed "${rel(`${opt["product-dir"]}/index.js`)}"),`,
       `(name = "index_bg.wasm", wasm = embed "${rel(`${opt["product-dir"]}/index_bg.wasm`)}"),`,
+      `(name = "operator_bg.wasm", wasm = embed "${rel(`${opt["product-dir"]}/operator_bg.wasm`)}"),`,
     ];
     const list = row.origins === "weighted" ? origins.map((o) => ({ ...o, weight: 1 })) : origins;
     bindings = {

@@ -127,7 +127,7 @@ for tool in node workerd curl valgrind callgrind_control; do
     *) die "$tool is not on PATH" "make bench-cost   (it puts the toolchain on PATH)" ;;
   esac
 done
-{ [ -f "$BUILD_DIR/index.js" ] && [ -f "$BUILD_DIR/index_bg.wasm" ]; } ||
+{ [ -f "$BUILD_DIR/index.js" ] && [ -f "$BUILD_DIR/index_bg.wasm" ] && [ -f "$BUILD_DIR/operator_bg.wasm" ]; } ||
   die "no Worker build in $BUILD_DIR" "make build"
 # The anchor lives beside this repository on our machines, not in it: on a
 # user's clone its row is skipped and the ratios to it left out (the plan
@@ -214,7 +214,7 @@ say "scratch directory $WORK; ports: primary $PORT_PRIMARY, replica $PORT_REPLIC
 
 # A snapshot of the build, so a concurrent `make build` cannot change the
 # Worker halfway through the run.
-cp "$BUILD_DIR/index.js" "$BUILD_DIR/index_bg.wasm" "$WORK/product/"
+cp "$BUILD_DIR/index.js" "$BUILD_DIR/index_bg.wasm" "$BUILD_DIR/operator_bg.wasm" "$WORK/product/"
 head -c 2048 /dev/urandom >"$WORK/www/2k.bin"
 
 # The origins of `make bench` (bench/nginx.conf.tmpl), plus one line: nginx

@@ -100,7 +100,7 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 for tool in node workerd wrk curl gzip; do
   command -v "$tool" >/dev/null || die "$tool is not on PATH" "make bench   (it puts the toolchain on PATH)"
 done
-[ -f "$BUILD_DIR/index.js" ] && [ -f "$BUILD_DIR/index_bg.wasm" ] ||
+[ -f "$BUILD_DIR/index.js" ] && [ -f "$BUILD_DIR/index_bg.wasm" ] && [ -f "$BUILD_DIR/operator_bg.wasm" ] ||
   die "no Worker build in $BUILD_DIR" "make build"
 # The Workers compared head to head in the first table.
 if [ "$HAVE_ANCHOR" = true ]; then
@@ -261,7 +261,7 @@ run_wrk() {
 say "scratch directory $WORK; ports: primary $PORT_PRIMARY, replica $PORT_REPLICA, product ${PORT[product]}, anchor ${PORT[anchor]}"
 # A snapshot of the build, so a concurrent `make build` cannot change the
 # Worker halfway through the run.
-cp "$BUILD_DIR/index.js" "$BUILD_DIR/index_bg.wasm" "$WORK/product/"
+cp "$BUILD_DIR/index.js" "$BUILD_DIR/index_bg.wasm" "$BUILD_DIR/operator_bg.wasm" "$WORK/product/"
 grep -q '"./index_bg.wasm"' "$WORK/product/index.js" ||
   die "build/index.js does not import \"./index_bg.wasm\"; bench/workerd.capnp.tmpl names the wasm module after that import"
 head -c 2048 /dev/urandom >"$WORK/www/2k.bin"
@@ -308,6 +308,8 @@ done
 
 wasm_raw=$(stat -c %s "$WORK/product/index_bg.wasm")
 wasm_gz=$(gzip -9 -c "$WORK/product/index_bg.wasm" | wc -c)
+operator_raw=$(stat -c %s "$WORK/product/operator_bg.wasm")
+operator_gz=$(gzip -9 -c "$WORK/product/operator_bg.wasm" | wc -c)
 js_raw=$(stat -c %s "$WORK/product/index.js")
 js_gz=$(gzip -9 -c "$WORK/product/index.js" | wc -c)
 anchor_raw=null
@@ -316,7 +318,7 @@ if [ "$HAVE_ANCHOR" = true ]; then
   anchor_raw=$(stat -c %s "$ANCHOR_DIR/worker.mjs")
   anchor_gz=$(gzip -9 -c "$ANCHOR_DIR/worker.mjs" | wc -c)
 fi
-record "{\"kind\":\"size\",\"wasm_raw\":$wasm_raw,\"wasm_gzip\":$wasm_gz,\"js_raw\":$js_raw,\"js_gzip\":$js_gz,\"anchor_raw\":$anchor_raw,\"anchor_gzip\":$anchor_gz}"
+record "{\"kind\":\"size\",\"wasm_raw\":$wasm_raw,\"wasm_gzip\":$wasm_gz,\"operator_raw\":$operator_raw,\"operator_gzip\":$operator_gz,\"js_raw\":$js_raw,\"js_gzip\":$js_gz,\"anchor_raw\":$anchor_raw,\"anchor_gzip\":$anchor_gz}"
 
 # ---------------------------------------------------------- throughput ----
 

@@ -4,7 +4,8 @@
 #
 #   dist/tunnel-failover-worker-<version>.tar.gz
 #     tunnel-failover-worker-<version>/
-#       index.js, index_bg.wasm, and any other file index.js imports
+#       index.js, index_bg.wasm, operator_bg.wasm, and any other file
+#       index.js imports
 #       wrangler.toml       this repository's, for the bundle: main =
 #                           "index.js", no [build] (there is nothing to build),
 #                           make commands in its comments turned into wrangler's
@@ -36,7 +37,7 @@ fail() {
   exit 1
 }
 
-for f in index.js index_bg.wasm; do
+for f in index.js index_bg.wasm operator_bg.wasm; do
   [ -s "$BUILD/$f" ] || fail "no $BUILD/$f" "make build"
 done
 
@@ -51,7 +52,7 @@ rm -rf "$TARGET_DIR/worker-bundle" "$DIST"/tunnel-failover-worker-*.tar.gz
 mkdir -p "$STAGE" "$DIST"
 
 # What the bundle imports besides the runtime's own modules (cloudflare:*,
-# node:*): esbuild leaves only index_bg.wasm outside today, but a file added
+# node:*): esbuild leaves only the two Wasm modules outside today, but a file added
 # to the build and imported by name must travel too, or the deploy breaks
 # with "could not resolve". Static imports only: the entry has no dynamic ones.
 mapfile -t imports < <(grep -oE '(from|import) ?"[^"]+"' "$BUILD/index.js" |
@@ -65,7 +66,9 @@ for spec in "${imports[@]}"; do
   [ -f "$BUILD/${spec#./}" ] || fail "build/index.js imports $spec, which is not in $BUILD" "make build"
   files+=("${spec#./}")
 done
-[[ " ${files[*]} " == *" index_bg.wasm "* ]] || fail "build/index.js does not import ./index_bg.wasm" "make build"
+for wasm in index_bg.wasm operator_bg.wasm; do
+  [[ " ${files[*]} " == *" $wasm "* ]] || fail "build/index.js does not import ./$wasm" "make build"
+done
 for f in "${files[@]}"; do install -m 0644 "$BUILD/$f" "$STAGE/$f"; done
 
 # wrangler.toml for a directory that holds the built Worker and nothing to
@@ -73,7 +76,7 @@ for f in "${files[@]}"; do install -m 0644 "$BUILD/$f" "$STAGE/$f"; done
 awk -v version="$VERSION" '
   NR == 1 {
     print "# The tunnel-failover Worker " version ", built. Edit [vars] and routes below,"
-    print "# then `npx wrangler deploy` uploads index.js + index_bg.wasm as they are."
+    print "# then `npx wrangler deploy` uploads index.js and its two .wasm as they are."
     print "# Every setting: https://github.com/tunnel-failover/tunnel-failover#worker-settings-vars"
   }
   NR == 1, /^name = / { if (!/^name = /) next }

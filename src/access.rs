@@ -7,11 +7,13 @@
 use failover_core::edge::config::Origin;
 use worker::web_sys;
 
+#[cfg(not(feature = "operator"))]
 use crate::js_bridge;
 
 pub const CLIENT_ID: &str = "cf-access-client-id";
 pub const CLIENT_SECRET: &str = "cf-access-client-secret";
 
+#[cfg(not(feature = "operator"))]
 /// The headers an attempt to `origin` carries, the same on both paths
 /// (`forward_headers` in src/js/attempt.mjs): the client's, with
 /// `X-Forwarded-Host`/`-Proto` from `request_url` and the origin's service

@@ -14,12 +14,12 @@ use std::rc::Rc;
 use failover_core::edge::consult;
 use failover_core::edge::overrides::api::{access, decide, error_json, AdminPath, Answer};
 use failover_core::edge::overrides::request::{origin_index, parse_change, MAX_BODY_BYTES};
+use failover_core::edge::overrides::wire::SNAPSHOT_HEADER;
 use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{web_sys, Context, Env, Request};
 
 use crate::isolate::Isolate;
-use crate::overrides::SNAPSHOT_HEADER;
 use crate::respond::plain;
 use crate::{consult as location, js_bridge};
 

@@ -11,9 +11,13 @@ use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, web_sys};
 
+#[cfg(not(feature = "operator"))]
 use crate::body::RequestBody;
-use crate::js_bridge::{attempt_js, probe_js};
+#[cfg(not(feature = "operator"))]
+use crate::js_bridge::attempt_js;
+use crate::js_bridge::probe_js;
 
+#[cfg(not(feature = "operator"))]
 pub enum Outcome {
     /// The origin answered with something the client should get.
     Answer(web_sys::Response),
@@ -26,6 +30,7 @@ pub enum Outcome {
 }
 
 /// One attempt against origin number `origin` (recorded for silence).
+#[cfg(not(feature = "operator"))]
 pub async fn attempt(
     origin: usize,
     url: &str,
@@ -55,6 +60,7 @@ pub enum Sent {
     Refused,
 }
 
+#[cfg(not(feature = "operator"))]
 /// `fetch` with the timeout. A request that times out is abandoned, not
 /// aborted: the runtime closes its connection when the client's request
 /// ends (see attempt.mjs).
@@ -103,6 +109,7 @@ pub fn sent_from_js(value: JsValue) -> Sent {
     }
 }
 
+#[cfg(not(feature = "operator"))]
 /// The outcome of an attempt, from what `send` got back.
 pub fn outcome(sent: Sent) -> Outcome {
     match sent {

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use failover_core::edge::budget::ReplayBudget;
-use failover_core::edge::config::{ConfigError, WorkerConfig, CHECKER_BINDING};
+use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::consult;
 use failover_core::edge::health::{HealthMap, Transition};
 use failover_core::edge::isolate::{Lease, LeaseAfter};
@@ -19,9 +19,9 @@ use failover_core::edge::overrides::{Overrides, Standing};
 use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
 use failover_core::notify::Event;
-use worker::wasm_bindgen::{JsCast, JsValue};
-use worker::{js_sys, Env};
+use worker::Env;
 
+use crate::config::read_config;
 use crate::{clock, js_bridge, log};
 
 pub struct Isolate {
@@ -325,35 +325,4 @@ fn checker_id(env: &Env) -> Option<String> {
     let namespace = env.durable_object(consult::BINDING).ok()?;
     let id = namespace.id_from_name(consult::OBJECT_NAME).ok()?;
     Some(id.to_string())
-}
-
-/// The config from `env`'s vars and secrets, and whether the global
-/// checker's binding exists (`NOTIFY` needs it). The isolates and the
-/// checker read it alike.
-pub fn read_config(env: &Env) -> Result<WorkerConfig, ConfigError> {
-    WorkerConfig::from_vars(|name| {
-        if name == CHECKER_BINDING {
-            return env.durable_object(name).ok().map(|_| "bound".to_string());
-        }
-        var_text(env, name)
-    })
-}
-
-/// A var's value as text (a setting, or the secret an origin's
-/// `access_client_secret_var` names): strings as they are (secrets, `--var`), anything
-/// else (TOML arrays, numbers) as JSON.
-pub fn var_text(env: &Env, name: &str) -> Option<String> {
-    let value = js_sys::Reflect::get(env.as_ref(), &JsValue::from_str(name)).ok()?;
-    if value.is_undefined() || value.is_null() {
-        return None;
-    }
-    if let Some(text) = value.as_string() {
-        return Some(text);
-    }
-    if value.is_instance_of::<js_sys::Function>() {
-        return None;
-    }
-    js_sys::JSON::stringify(&value)
-        .ok()
-        .and_then(|s| s.as_string())
 }

@@ -2,8 +2,9 @@
 //! (src/js/lease.mjs), silence (src/js/silence.mjs), the attempt
 //! (src/js/attempt.mjs), the colo read and a timer (src/js/colo.mjs), the
 //! admin API's bounded body read (src/js/admin.mjs), the checker's
-//! deliveries (src/js/notify.mjs) and the fallback page
-//! (src/js/fallback.mjs). Nothing here depends on the rest of the shell.
+//! deliveries (src/js/notify.mjs), the fallback page
+//! (src/js/fallback.mjs) and the operator module's renderers
+//! (src/js/operator.mjs). Nothing here depends on the rest of the shell.
 
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
@@ -89,6 +90,15 @@ extern "C" {
         headers: &web_sys::Headers,
         timeout_ms: u32,
     ) -> js_sys::Promise;
+}
+
+#[wasm_bindgen(module = "/src/js/operator.mjs")]
+extern "C" {
+    /// The status page rendered by the operator module (instantiated on
+    /// first use): `representation` is "html" or "text", `doc` the status
+    /// document as JSON. Throws only if that module cannot be had.
+    #[wasm_bindgen(catch)]
+    pub fn render_status_js(representation: &str, doc: &str) -> Result<String, JsValue>;
 }
 
 #[wasm_bindgen(module = "/src/js/fallback.mjs")]

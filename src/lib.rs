@@ -1,24 +1,38 @@
 //! The edge Worker: a thin workers-rs shell around `failover-core`.
 //!
-//! Layout, leaves first (a module uses only those above it):
-//! - [`js_bridge`] (every JS import), [`clock`], [`log`].
-//! - [`isolate`]: the config (read once from `[vars]`) and the pure
+//! Two Wasm modules come out of this crate (scripts/build-worker.sh):
+//! - **the request path** (build/index_bg.wasm, the default features),
+//!   which every isolate instantiates at load;
+//! - **the operator module** (build/operator_bg.wasm, `--features
+//!   operator`): the global checker's Durable Object and the status page's
+//!   renderers, which src/js/entry.mjs instantiates on first use only. A
+//!   request never waits for it, and its code is no weight on the module
+//!   every request runs in. Each is its own Wasm instance with its own
+//!   memory and its own panic recovery; they meet only in JS.
+//!
+//! Layout, leaves first (a module uses only those above it). Both modules:
+//! - [`js_bridge`] (every JS import), [`clock`], [`log`], [`config`] (the
+//!   config from `[vars]` and secrets).
+//! - [`access`]: Cloudflare Access service tokens on attempts and probes.
+//! - [`forward`]: one attempt against one origin, with its timeout; one
+//!   health probe.
+//!
+//! The request path:
+//! - [`isolate`]: the config (read once) and the pure
 //!   `failover_core::edge::Isolate` (health map, cadences, replay budget,
 //!   tokens) in a `RefCell`; every health change through `change_health`,
 //!   which revokes the fast path's lease when routing moved.
-//! - [`status`]: the token-protected status endpoint.
-//! - [`access`]: Cloudflare Access service tokens on attempts and probes.
+//! - [`status`]: the token-protected status endpoint (the JSON here; the
+//!   page and the text rendered by the operator module).
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
-//! - [`forward`]: one attempt against one origin, with its timeout.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
 //! - [`fallback`]: the `FALLBACK` page when no origin answered.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`consult`]: the global checker's answer (verdicts and overrides)
 //!   through the location's cache, asked for by one isolate per location
-//!   and interval.
-//! - [`overrides`]: the checker's store of operators' overrides;
-//!   [`checker`]: the opt-in global checker (a Durable Object) and its cron.
+//!   and interval; [`checker`]: the isolate's side of the checker (asking,
+//!   reporting a failure, its events, the cron's poke).
 //! - [`periodic`]: the above when due, beside a request, never
 //!   before it while some origin is up.
 //! - [`admin`]: the admin API under the status path (overrides at runtime).
@@ -28,6 +42,9 @@
 //! - [`fast`]: what src/js/entry.mjs's fast path runs on (the instance's
 //!   config once, then leases: which origin, until when), and the way back
 //!   into [`proxy`] when its attempt fails.
+//! - [`entry`]: the `fetch` and `scheduled` events.
+//!
+//! The operator module: [`operator`] (its own layout there).
 //!
 //! The seam between Rust and JS, one rule:
 //! - **Decisions are Rust**, in `failover_core::edge`: anything a test
@@ -54,54 +71,47 @@
 //! the health map, so every fallible call is handled.
 #![cfg(target_arch = "wasm32")]
 
+// Shared by both modules.
 mod access;
-mod admin;
-mod body;
-mod checker;
 mod clock;
-mod colo;
-mod consult;
-mod fallback;
-mod fast;
+mod config;
 mod forward;
-mod isolate;
 mod js_bridge;
 mod log;
-mod overrides;
+
+// The request path: build/index_bg.wasm, which every isolate instantiates.
+#[cfg(not(feature = "operator"))]
+mod admin;
+#[cfg(not(feature = "operator"))]
+mod body;
+#[cfg(not(feature = "operator"))]
+mod checker;
+#[cfg(not(feature = "operator"))]
+mod colo;
+#[cfg(not(feature = "operator"))]
+mod consult;
+#[cfg(not(feature = "operator"))]
+mod entry;
+#[cfg(not(feature = "operator"))]
+mod fallback;
+#[cfg(not(feature = "operator"))]
+mod fast;
+#[cfg(not(feature = "operator"))]
+mod isolate;
+#[cfg(not(feature = "operator"))]
 mod periodic;
+#[cfg(not(feature = "operator"))]
 mod probe;
+#[cfg(not(feature = "operator"))]
 mod proxy;
+#[cfg(not(feature = "operator"))]
 mod respond;
+#[cfg(not(feature = "operator"))]
 mod status;
+#[cfg(not(feature = "operator"))]
 mod warm;
 
-use worker::{event, web_sys, Context, Env, ScheduleContext, ScheduledEvent};
-
-use crate::isolate::Loaded;
-use crate::proxy::proxy;
-
-#[event(fetch)]
-async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
-    let isolate = match isolate::load(&env) {
-        Loaded::Ready(isolate) => isolate,
-        Loaded::Broken(problem) => return Ok(respond::plain(500, &problem)),
-    };
-    #[cfg(feature = "panic-test")]
-    panic_on_request(&req);
-    Ok(proxy(req, &isolate, &env, &ctx, None, None, None).await)
-}
-
-/// Test builds only: the panic a bug would cause, on demand.
-#[cfg(feature = "panic-test")]
-#[allow(clippy::panic)]
-fn panic_on_request(req: &web_sys::Request) {
-    if req.url().ends_with("/__test/panic") {
-        panic!("panic-test: /__test/panic");
-    }
-}
-
-/// The Cron Trigger keeps the global checker's alarm chain alive.
-#[event(scheduled)]
-async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    checker::keep_alive(&env).await;
-}
+// The operator module: build/operator_bg.wasm (`--features operator`),
+// instantiated only where an operator's feature is used.
+#[cfg(feature = "operator")]
+mod operator;

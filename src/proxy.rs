@@ -12,6 +12,7 @@ use failover_core::edge::attempts::{AfterFailure, Attempts};
 use failover_core::edge::classify::Failure;
 use failover_core::edge::overrides::{last_resort, Standing};
 use failover_core::edge::replay::BodyPlan;
+use failover_core::edge::report;
 use failover_core::edge::route::{route_ramped, Route};
 use failover_core::edge::target::{is_status_request, reserved_subpath, upstream_url};
 use worker::wasm_bindgen::JsValue;
@@ -145,7 +146,9 @@ pub async fn proxy(
             checker::report_failure(ctx, env, isolate, current, &url);
         }
         let next = attempts.after_failure(failure);
-        log::attempt_failed(config, current, &method, failure, &next);
+        log::line(&report::attempt_failed(
+            config, current, &method, failure, &next,
+        ));
         // No origin answered this GET or HEAD: the fallback page, if one
         // is configured and can be had, instead of today's error.
         if config.fallback.is_some()

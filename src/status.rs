@@ -7,18 +7,37 @@
 //! would end up in logs and browser history.
 
 use failover_core::edge::report::negotiate::{self, Representation};
-use failover_core::edge::report::{self, page, text, BuildInfo, EventsView};
+use failover_core::edge::report::{self, BuildInfo, EventsView};
 use failover_core::secret::bearer_or_basic_matches;
 use worker::{web_sys, Env};
 
-use crate::checker;
 use crate::isolate::Isolate;
 use crate::respond::plain;
+use crate::{checker, js_bridge};
 
 const BUILD: BuildInfo<'static> = BuildInfo {
     version: env!("CARGO_PKG_VERSION"),
     revision: env!("FAILOVER_REVISION"),
 };
+
+/// The headers of the HTML page or the text.
+fn for_a_person(representation: Representation, res: web_sys::Response) -> web_sys::Response {
+    let headers = res.headers();
+    let _ = headers.set("x-content-type-options", "nosniff");
+    if representation != Representation::Html {
+        let _ = headers.set("content-type", "text/plain; charset=utf-8");
+        return res;
+    }
+    let _ = headers.set("content-type", "text/html; charset=utf-8");
+    // Belt and braces over the escaping: nothing on the page may run,
+    // load or be framed, whatever a string in it says.
+    let _ = headers.set(
+        "content-security-policy",
+        "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
+    let _ = headers.set("referrer-policy", "no-referrer");
+    res
+}
 
 /// The answer to a request `target::is_status_request` matched (the fast
 /// path's copy of that test is `upstreamUrl` in src/js/lease.mjs): 401
@@ -65,32 +84,20 @@ pub async fn answer(req: &web_sys::Request, isolate: &Isolate, env: &Env) -> web
         None => report::add_events(&mut doc, EventsView::Isolate, &isolate.recent_changes()),
     }
     let res = match representation {
-        Representation::Html => {
-            let res = plain(200, &page::html(&doc));
-            let headers = res.headers();
-            let _ = headers.set("content-type", "text/html; charset=utf-8");
-            // Belt and braces over the escaping: nothing on the page may run,
-            // load or be framed, whatever a string in it says.
-            let _ = headers.set(
-                "content-security-policy",
-                "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-            );
-            let _ = headers.set("x-content-type-options", "nosniff");
-            let _ = headers.set("referrer-policy", "no-referrer");
-            res
-        }
-        Representation::Text => {
-            let res = plain(200, &text::render(&doc));
-            let headers = res.headers();
-            let _ = headers.set("content-type", "text/plain; charset=utf-8");
-            let _ = headers.set("x-content-type-options", "nosniff");
-            res
-        }
         Representation::Json => {
             let res = plain(200, &doc.to_string());
             let _ = res.headers().set("content-type", "application/json");
             res
         }
+        // A person's representations are rendered in the operator module:
+        // their markup is no weight on the module every request runs in.
+        person => match js_bridge::render_status_js(person.name(), &doc.to_string()) {
+            Ok(body) => for_a_person(person, plain(200, &body)),
+            Err(_) => plain(
+                500,
+                "the status page could not be rendered; the JSON is still served",
+            ),
+        },
     };
     // One URL, three bodies: no cache in between may hand one to the other.
     let _ = res.headers().set("vary", "accept");

@@ -47,7 +47,7 @@ pub async fn warm_full_path(env: Env) {
         Failure::Timeout,
     ] {
         let next = attempts.after_failure(failure);
-        let _ = report::attempt_failed(config, current, "POST", failure, &format!("{next:?}"));
+        let _ = report::attempt_failed(config, current, "POST", failure, &next);
         if let failover_core::edge::attempts::AfterFailure::TryOrigin(i) = next {
             current = i;
         }

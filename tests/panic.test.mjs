@@ -1,7 +1,9 @@
 // A Rust panic is recovered by src/js/entry.mjs, and the fast path's lease
-// dies with the Wasm instance that granted it. Runs against the panic-test
-// build (target/build-panic, made by `make test-worker`): only there does
-// POST /__test/panic panic in Rust (on the full path).
+// dies with the Wasm instance that granted it; a panic in the operator
+// module resets that module alone. Runs against the panic-test build
+// (target/build-panic, made by `make test-worker`): only there does POST
+// /__test/panic panic in Rust (on the full path), and the status page's
+// text renderer panic (in the operator module).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
@@ -60,5 +62,47 @@ test("a panic is recovered and the lease dies with the instance", { skip: !exist
   assert.ok(
     worker.logs.some((line) => line.includes("Reinitializing Wasm application")),
     "entry.mjs reset the instance",
+  );
+});
+
+test("a panic in the operator module resets that module alone", { skip: !existsSync(path.join(dir, "index.js")) && "no panic-test build (make test-worker builds it)" }, async (t) => {
+  const primary = await startOrigin("primary");
+  const replica = await startOrigin("replica");
+  const worker = await startWorker(
+    { ORIGINS: originsVar(primary, replica), HEALTH_INTERVAL_MS: "60000", COLO_HEALTH: "off", STATUS_TOKEN: "t0ken" },
+    { dir },
+  );
+  t.after(async () => {
+    await worker.dispose();
+    await primary.stop();
+    await replica.stop();
+  });
+  const status = (accept) => worker.fetch("/__failover/status", { headers: { authorization: "Bearer t0ken", accept } });
+
+  // Something only the request path's instance knows: the primary is down
+  // in its map (a fresh instance would presume it up).
+  primary.mode = 530;
+  let res = await worker.fetch("/a");
+  assert.equal(res.headers.get("x-served-by"), "replica");
+  await res.text();
+
+  res = await status("text/plain");
+  assert.equal(res.status, 500, "the panicking render fails");
+  assert.match(await res.text(), /could not be rendered/);
+
+  // The operator module is instantiated anew, and renders.
+  res = await status("text/html");
+  assert.equal(res.status, 200);
+  assert.match(await res.text(), /primary/);
+  // The request path's instance was not reset: its map still says down.
+  res = await status("application/json");
+  const doc = await res.json();
+  assert.equal(doc.origins[0].state, "down");
+  res = await worker.fetch("/b");
+  assert.equal(res.headers.get("x-served-by"), "replica");
+  await res.text();
+  assert.ok(
+    !worker.logs.some((line) => line.includes("Reinitializing Wasm application")),
+    "the request path's instance was not reset",
   );
 });

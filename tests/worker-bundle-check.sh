@@ -52,7 +52,7 @@ else
   exit 1
 fi
 
-expected=".dev.vars.example LICENSE README.md index.js index_bg.wasm package.json wrangler.toml"
+expected=".dev.vars.example LICENSE README.md index.js index_bg.wasm operator_bg.wasm package.json wrangler.toml"
 got=$(cd "$dir" && find . -mindepth 1 -printf '%P\n' | LC_ALL=C sort | tr '\n' ' ')
 if [ "$got" = "$expected " ]; then ok "files: $expected"; else not_ok "files: $got (expected $expected)"; fi
 
@@ -92,9 +92,15 @@ else
   not_ok "wrangler deploy --dry-run failed:"
   sed 's/^/     /' "$log"
 fi
-wasm=$(find "$out" -name '*.wasm' 2>/dev/null | head -n 1)
-if [ -n "$wasm" ] && cmp -s "$wasm" "$dir/index_bg.wasm" && [ -s "$out/index.js" ]; then
-  ok "the upload holds index.js and the bundle's index_bg.wasm, byte for byte"
+# Each of the bundle's Wasm modules is in the upload as it is (wrangler
+# names them by hash there).
+uploaded() {
+  local w
+  while IFS= read -r w; do cmp -s "$w" "$dir/$1" && return 0; done < <(find "$out" -name '*.wasm' 2>/dev/null)
+  return 1
+}
+if uploaded index_bg.wasm && uploaded operator_bg.wasm && [ -s "$out/index.js" ]; then
+  ok "the upload holds index.js and the bundle's index_bg.wasm and operator_bg.wasm, byte for byte"
 else
   not_ok "the dry run's output ($out) lacks index.js or the bundle's wasm"
   ls -la "$out" 2>/dev/null | sed 's/^/     /'

@@ -16,6 +16,11 @@ import { bufferedLength } from "./body.mjs";
 import { isAnswer } from "./rules.mjs";
 import { isSilent } from "./silence.mjs";
 import { hashKeyIn, HASH } from "./steer.mjs";
+import { provideOperator } from "./operator.mjs";
+// The operator module (src/operator/): its glue instantiates nothing at
+// load; `operator()` below does, on first use.
+import operatorWasm from "./operator_bg.wasm";
+import * as operatorGlue from "./operator/operator.js";
 
 const initState = wasm.__worker_init_state();
 
@@ -39,6 +44,29 @@ function handleMaybeCritical(e) {
 addEventListener("error", (e) => {
   if (e.error instanceof WebAssembly.RuntimeError) initState.criticalError = true;
 });
+
+// The operator module, instantiated on first use: by the global checker's
+// Durable Object, or in an isolate by the first status page asked for as
+// HTML or text. An isolate that only serves requests never instantiates
+// it. It recovers from a panic as the request path does, on its own init
+// state (the worker crate's, in its own copy of that crate's JS), so a
+// panic in one module never resets the other.
+let operatorState = null;
+
+function operator() {
+  if (operatorState === null) {
+    operatorGlue.initSync({ module: operatorWasm });
+    operatorState = operatorGlue.__worker_init_state();
+  } else if (operatorState.criticalError) {
+    console.log("Reinitializing the operator module");
+    operatorGlue.__wbg_reset_state();
+    operatorState.criticalError = false;
+    operatorState.instanceId++;
+  }
+  return operatorGlue;
+}
+
+provideOperator(operator);
 
 // A synchronous Rust call.
 function guard(fn, ...args) {
@@ -224,8 +252,9 @@ export default {
   },
 };
 
-// The global health checker (a Durable Object). Its Rust object belongs to
-// one Wasm instance; after a reset it is rebuilt from the same state.
+// The global health checker (a Durable Object), in the operator module.
+// Its Rust object belongs to one instance of that module; after a reset
+// it is rebuilt from the same state.
 export class HealthChecker {
   constructor(state, env) {
     this.state = state;
@@ -233,17 +262,29 @@ export class HealthChecker {
     this.instanceId = -1;
   }
   current() {
-    checkReinitialize();
-    if (this.instanceId !== initState.instanceId) {
-      this.inner = new wasm.HealthChecker(this.state, this.env);
-      this.instanceId = initState.instanceId;
+    const glue = operator();
+    if (this.instanceId !== operatorState.instanceId) {
+      this.inner = new glue.HealthChecker(this.state, this.env);
+      this.instanceId = operatorState.instanceId;
     }
     return this.inner;
   }
   fetch(request) {
-    return call((r) => this.current().fetch(r), request);
+    return this.call((r) => this.current().fetch(r), request);
   }
   alarm() {
-    return call(() => this.current().alarm());
+    return this.call(() => this.current().alarm());
+  }
+  // As `call`, but a trap marks the operator module's state.
+  call(fn, ...args) {
+    const trapped = (e) => {
+      if (e instanceof WebAssembly.RuntimeError && operatorState !== null) operatorState.criticalError = true;
+      throw e;
+    };
+    try {
+      return fn(...args).catch(trapped);
+    } catch (e) {
+      return trapped(e);
+    }
   }
 }

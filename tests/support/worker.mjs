@@ -1,5 +1,6 @@
-// Runs the built Worker (build/index.js + build/index_bg.wasm, from
-// `make build`) in Miniflare's workerd, in front of real origins.
+// Runs the built Worker (build/index.js, the request path's
+// build/index_bg.wasm and the operator module's build/operator_bg.wasm,
+// from `make build`) in Miniflare's workerd, in front of real origins.
 import { Miniflare } from "miniflare";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
@@ -16,6 +17,11 @@ const build = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", ".."
 // `preamble`: JS run in the Worker's global scope before its first request
 // (e.g. a seeded Math.random, so that what a test asserts on random routing
 // is the same on every run); the built Worker itself is unchanged.
+// The two Wasm modules build/index.js imports, as workerd compiles them.
+function wasmModules(dir) {
+  return ["index_bg.wasm", "operator_bg.wasm"].map((name) => ({ type: "CompiledWasm", path: path.join(dir, name) }));
+}
+
 export async function startWorker(bindings, { dir = build, durableObjects, outbound, preamble } = {}) {
   const logs = [];
   const entry =
@@ -30,7 +36,7 @@ export async function startWorker(bindings, { dir = build, durableObjects, outbo
           { type: "ESModule", path: path.join(dir, "index.js") },
         ];
   const mf = new Miniflare({
-    modules: [...entry, { type: "CompiledWasm", path: path.join(dir, "index_bg.wasm") }],
+    modules: [...entry, ...wasmModules(dir)],
     modulesRoot: dir,
     compatibilityDate: COMPAT_DATE,
     bindings,
@@ -97,10 +103,7 @@ export async function startIsolates(workers, extra = [], options = {}) {
     workers: [
       ...workers.map((w) => ({
         name: w.name,
-        modules: [
-          { type: "ESModule", path: path.join(build, "index.js") },
-          { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
-        ],
+        modules: [{ type: "ESModule", path: path.join(build, "index.js") }, ...wasmModules(build)],
         modulesRoot: build,
         compatibilityDate: COMPAT_DATE,
         bindings: w.bindings,

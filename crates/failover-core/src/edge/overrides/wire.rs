@@ -19,6 +19,11 @@ use super::{Mode, Override, Overrides};
 use crate::edge::config::WorkerConfig;
 use crate::edge::shared::SharedVerdict;
 
+/// The header the checker's answer to an override change carries the new
+/// snapshot in (src/operator/overrides.rs writes it; src/admin.rs, in the
+/// isolate, puts it in the location's cache).
+pub const SNAPSHOT_HEADER: &str = "x-tunnel-failover-snapshot";
+
 /// What the checker tells the isolates, as of one instant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {

@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 
+use crate::edge::attempts::AfterFailure;
 use crate::edge::classify::Failure;
 use crate::edge::config::WorkerConfig;
 use crate::edge::health::{HealthMap, Transition};
@@ -52,19 +53,25 @@ pub fn health_change(config: &WorkerConfig, t: &Transition) -> String {
     .to_string()
 }
 
-/// `{"event":"attempt_failed",...}`: one attempt failed; `next` says what the
-/// Worker does about it.
+/// `{"event":"attempt_failed",...}`: one attempt failed; `next` is what
+/// the Worker does about it, in words ("try replica").
 pub fn attempt_failed(
     config: &WorkerConfig,
     origin: usize,
     method: &str,
     failure: Failure,
-    next: &str,
+    next: &AfterFailure,
 ) -> String {
-    let name = config.origins.get(origin).map_or("?", |o| o.name.as_str());
+    let name_of = |i: usize| config.origins.get(i).map_or("?", |o| o.name.as_str());
+    let next = match next {
+        AfterFailure::TryOrigin(i) => format!("try {}", name_of(*i)),
+        AfterFailure::PassThrough => "pass the response through".to_string(),
+        AfterFailure::GiveUp { status, .. } => format!("answer {status}"),
+        AfterFailure::AppAnswer(i) => format!("pass {}'s own answer through", name_of(*i)),
+    };
     json!({
         "event": "attempt_failed",
-        "origin": name,
+        "origin": name_of(origin),
         "method": method,
         "failure": failure.label(),
         "next": next,
@@ -113,6 +120,22 @@ pub fn status(
     now_ms: u64,
 ) -> String {
     status_document(config, health, build, now_ms).to_string()
+}
+
+/// The status document, serialized (`status_document` and the `add_*`s
+/// built it), as `representation` renders it: the page for a browser, the
+/// text for scripts/status.mjs, the document itself for JSON. A document
+/// that does not parse renders as a one-line explanation.
+pub fn render(representation: negotiate::Representation, doc_json: &str) -> String {
+    use negotiate::Representation;
+    let Ok(doc) = serde_json::from_str::<Value>(doc_json) else {
+        return "the status document could not be read".to_string();
+    };
+    match representation {
+        Representation::Html => page::html(&doc),
+        Representation::Text => text::render(&doc),
+        Representation::Json => doc.to_string(),
+    }
 }
 
 /// A body streamed because the isolate's replay budget was full; at most
@@ -327,6 +350,40 @@ mod tests {
             (k == "ORIGINS").then(|| r#"[{"name":"primary","url":"https://a.example"},{"name":"replica","url":"https://b.example"}]"#.to_string())
         })
         .expect("valid")
+    }
+
+    /// What the operator module renders from the serialized document is
+    /// what the renderers make of the document itself; the names cross
+    /// the seam both ways.
+    #[test]
+    fn render_from_the_serialized_document() {
+        use negotiate::Representation;
+        let c = config();
+        let mut h = HealthMap::new(2, 2, 1, std::time::Duration::from_secs(1));
+        h.record_failure(0, Failure::Status(530), 42);
+        let build = BuildInfo {
+            version: "1.2.3",
+            revision: "abc",
+        };
+        let mut doc = super::status_document(&c, &h, build, 50);
+        add_global_health(&mut doc, false);
+        let json = doc.to_string();
+        assert_eq!(render(Representation::Html, &json), page::html(&doc));
+        assert_eq!(render(Representation::Text, &json), text::render(&doc));
+        assert_eq!(render(Representation::Json, &json), json);
+        assert!(render(Representation::Html, &json).contains("primary"));
+        for r in [
+            Representation::Json,
+            Representation::Html,
+            Representation::Text,
+        ] {
+            assert_eq!(Representation::from_name(r.name()), Some(r));
+        }
+        assert_eq!(Representation::from_name("pdf"), None);
+        assert_eq!(
+            render(Representation::Html, "{not json"),
+            "the status document could not be read"
+        );
     }
 
     #[test]
@@ -567,11 +624,21 @@ mod tests {
             0,
             "GET",
             Failure::Refused,
-            "try replica",
+            &AfterFailure::TryOrigin(1),
         ))
         .expect("json");
         assert_eq!(line["failure"], "refused");
         assert_eq!(line["next"], "try replica");
+        let next = |after: AfterFailure| -> Value {
+            let line = attempt_failed(&c, 0, "POST", Failure::Status(502), &after);
+            serde_json::from_str::<Value>(&line).expect("json")["next"].clone()
+        };
+        assert_eq!(next(AfterFailure::PassThrough), "pass the response through");
+        assert_eq!(
+            next(AfterFailure::AppAnswer(0)),
+            "pass primary's own answer through"
+        );
+        assert_eq!(next(AfterFailure::TryOrigin(7)), "try ?");
         let line: Value =
             serde_json::from_str(&config_error("bad \"x\"", Some("\"x\""))).expect("json");
         assert_eq!(line["error"], "bad \"x\"");

@@ -13,6 +13,29 @@ pub enum Representation {
     Text,
 }
 
+impl Representation {
+    /// Its name across the seam to the operator module, which renders the
+    /// two for a person (src/status.rs, src/operator/render.rs).
+    pub fn name(self) -> &'static str {
+        match self {
+            Representation::Json => "json",
+            Representation::Html => "html",
+            Representation::Text => "text",
+        }
+    }
+
+    /// The representation `name` names, if any.
+    pub fn from_name(name: &str) -> Option<Representation> {
+        [
+            Representation::Json,
+            Representation::Html,
+            Representation::Text,
+        ]
+        .into_iter()
+        .find(|r| r.name() == name)
+    }
+}
+
 /// JSON unless the client weighs another representation strictly above it:
 /// a tie (`*/*`, no header, both named) keeps the JSON every script and
 /// monitor already reads. Between the two for a person, `text/plain` wins

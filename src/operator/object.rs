@@ -24,7 +24,7 @@ use worker::{
 
 use super::probes::Checker;
 use super::{deliver, storage};
-use crate::isolate::read_config;
+use crate::config::read_config;
 use crate::{clock, log};
 
 #[durable_object(alarm)]
@@ -68,7 +68,7 @@ impl DurableObject for HealthChecker {
             }
             path if path.starts_with("/overrides") => {
                 let snapshot = |now_ms| checker.snapshot(now_ms);
-                let (res, changed) = crate::overrides::checker_fetch(
+                let (res, changed) = super::overrides::checker_fetch(
                     &self.state,
                     &checker.config,
                     &checker.overrides,
@@ -116,7 +116,7 @@ impl DurableObject for HealthChecker {
         };
         checker.probe_due().await;
         let expired =
-            crate::overrides::expire(&self.state, &checker.config, &checker.overrides).await;
+            super::overrides::expire(&self.state, &checker.config, &checker.overrides).await;
         record_overrides(&checker, &expired);
         let due = deliver::take_due(&checker);
         flush(&self.state.storage(), &checker).await?;
@@ -188,7 +188,7 @@ impl HealthChecker {
         // Storage reads hold the object's input gate: no other event runs
         // until they are done, so two requests cannot both build it.
         let restored = storage::load(&self.state.storage()).await;
-        let overrides = crate::overrides::load(&self.state, &config).await;
+        let overrides = super::overrides::load(&self.state, &config).await;
         if let Some(checker) = self.checker.borrow().as_ref() {
             return Ok(Rc::clone(checker));
         }

@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::overrides::api::{document, error_json, stored_json};
 use failover_core::edge::overrides::request::{origin_index, parse_change, BadInput};
-use failover_core::edge::overrides::wire::{decode_overrides, encode_overrides};
+use failover_core::edge::overrides::wire::{decode_overrides, encode_overrides, SNAPSHOT_HEADER};
 use failover_core::edge::overrides::{Override, Overrides};
 use failover_core::edge::report;
 use worker::{Headers, Request, Response, Result, State};
@@ -26,10 +26,6 @@ use worker::{Headers, Request, Response, Result, State};
 use crate::{clock, log};
 
 const STORAGE_KEY: &str = "overrides";
-
-/// The header the checker's answer to a change carries the new answer for
-/// the isolates in (src/admin.rs writes it to the location's cache).
-pub const SNAPSHOT_HEADER: &str = "x-tunnel-failover-snapshot";
 
 /// The stored overrides, for `config`'s origins (none if unreadable: a
 /// lost override is `auto`, which is where an operator starts from).
