@@ -217,6 +217,58 @@ async fn a_refusing_receiver_is_not_asked_again() {
     assert!(metrics.contains(r#"outcome="failed"} 1"#), "{metrics}");
 }
 
+/// A receiver that answers with a redirect gets one try per message: the
+/// redirect is never followed (it could carry the message, signature and
+/// all, anywhere), so it can never become a delivery, and the message is
+/// dropped at once instead of retried for a day.
+#[tokio::test(start_paused = true)]
+async fn a_redirecting_receiver_gets_one_try_and_is_never_followed() {
+    let elsewhere = Receiver::start().await;
+    let receiver = Receiver::start().await;
+    receiver.answer(302);
+    receiver.answer_header("location", &elsewhere.url("/stolen"));
+    let notify = format!(
+        "[notify]\nurl = \"{}\"\nformat = \"json\"\n",
+        receiver.url("/hook")
+    );
+    let node = PerNode::start("notify-redirect-node", &notify).await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    assert!(eventually(30, || std::future::ready(!receiver.requests().is_empty())).await);
+    // Retried, the second try would come a second later; give it minutes.
+    seconds(180).await;
+    assert_eq!(receiver.requests().len(), 1, "one try");
+    assert!(elsewhere.requests().is_empty(), "the redirect was followed");
+    let (_, metrics) = request("GET", node.agent.port, "/metrics", None)
+        .await
+        .unwrap();
+    assert!(metrics.contains(r#"outcome="failed"} 1"#), "{metrics}");
+}
+
+/// A receiver that throttles (429 with `Retry-After: 300`) is left alone
+/// for as long as it asks, not asked again after the usual second, and
+/// gets the message once it takes it.
+#[tokio::test(start_paused = true)]
+async fn a_throttled_receiver_is_asked_again_when_it_says() {
+    let receiver = Receiver::start().await;
+    receiver.answer(429);
+    receiver.answer_header("retry-after", "300");
+    let notify = format!(
+        "[notify]\nurl = \"{}\"\nformat = \"json\"\n",
+        receiver.url("/hook")
+    );
+    let node = PerNode::start("notify-throttled-node", &notify).await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    assert!(eventually(30, || std::future::ready(!receiver.requests().is_empty())).await);
+    seconds(240).await;
+    assert_eq!(receiver.requests().len(), 1, "asked again before its time");
+    receiver.answer(200);
+    seconds(120).await;
+    assert_eq!(receiver.requests().len(), 2, "not asked again when it said");
+    assert_eq!(receiver.types(), ["node.fail-back"]);
+}
+
 /// The real binary, as an operator runs it: the webhook URLs (one written
 /// in the config, one in a url_file) and the signing secret appear in no
 /// log line, no `/health`, `/metrics`, `status` or `check-config` output,

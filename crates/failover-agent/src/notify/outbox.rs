@@ -4,9 +4,11 @@
 //! for a `VecDeque` operation) nor another receiver.
 //!
 //! Delivery is at least once, in order per destination: the oldest message
-//! is tried until its receiver takes it (2xx), refuses it for good (a 4xx
-//! other than 408/425/429), or a day has passed; between tries the core's
-//! pauses (`failover_core::notify::retry`), doubling from 1 s to a minute.
+//! is tried until its receiver takes it (2xx), refuses it for good (a 3xx,
+//! never followed, or a 4xx other than 408/425/429:
+//! `failover_core::notify::retry` says why each), or a day has passed;
+//! between tries the core's pauses, doubling from 1 s to a minute, or
+//! longer when a throttled receiver's `Retry-After` asks (at most 10 min).
 //! A queue over [`QUEUE_MAX`] drops its oldest message, counted and logged:
 //! a receiver down for days must not grow the agent without bound.
 
@@ -18,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use failover_core::notify::retry::{self, Outcome};
+use failover_core::notify::retry::{self, Answer, Outcome};
 use failover_core::notify::Event;
 
 use crate::client::Client;
@@ -58,7 +60,8 @@ struct Lane {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub delivered: u64,
-    /// Refused for good by the receiver (a 4xx), or given up after a day.
+    /// Refused for good by the receiver (a 3xx or 4xx), or given up after
+    /// a day.
     pub failed: u64,
     /// Dropped from a full queue, oldest first.
     pub dropped: u64,
@@ -168,18 +171,21 @@ impl Outbox {
                 continue;
             }
             let answer = deliver::attempt(client, &lane.destination, &event, unix_s()).await;
-            let outcome = retry::outcome(answer.as_ref().ok().copied());
             let what = match &answer {
-                Ok(status) => format!("HTTP {status}"),
+                Ok(Answer {
+                    status: Some(status),
+                    ..
+                }) => format!("HTTP {status}"),
+                Ok(_) => "no status".to_string(),
                 Err(e) => e.to_string(),
             };
-            self.settle(lane, &event, outcome, &what);
+            self.settle(lane, &event, answer.unwrap_or_default(), &what);
         }
     }
 
     /// Books one attempt's answer on the head of the queue, if the head is
     /// still the message tried (a push may have dropped it meanwhile).
-    fn settle(&self, lane: &Lane, event: &Event, outcome: Outcome, what: &str) {
+    fn settle(&self, lane: &Lane, event: &Event, answer: Answer, what: &str) {
         let now = self.now_ms();
         let mut queue = lock(&lane.queue);
         let Some(head) = queue.front_mut().filter(|p| p.event.id == event.id) else {
@@ -192,7 +198,7 @@ impl Outbox {
             lane.number,
             lane.destination.format.as_str()
         );
-        match outcome {
+        match retry::outcome(answer.status) {
             Outcome::Delivered => {
                 if head.failures > 0 {
                     log::info(&format!(
@@ -203,9 +209,10 @@ impl Outbox {
                 queue.pop_front();
                 self.delivered.fetch_add(1, Ordering::Relaxed);
             }
-            Outcome::Refused => {
+            Outcome::Refused(why) => {
                 log::warn(&format!(
-                    "{name} refused ({what}): not sent again; check the URL and the receiver"
+                    "{name} refused ({what}): not sent again: {}",
+                    why.advice()
                 ));
                 queue.pop_front();
                 self.failed.fetch_add(1, Ordering::Relaxed);
@@ -213,7 +220,8 @@ impl Outbox {
             Outcome::Retry => {
                 let first = *head.first_try_ms.get_or_insert(now);
                 head.failures = head.failures.saturating_add(1);
-                match retry::next_try_ms(first, head.failures, now, RETRY_BASE, RETRY_CAP) {
+                let (base, cap, asked) = (RETRY_BASE, RETRY_CAP, answer.wait);
+                match retry::next_try_ms(first, head.failures, now, base, cap, asked) {
                     Some(next) => {
                         // The first failure and then the debug log: a
                         // receiver down for an hour is one line, not sixty.
