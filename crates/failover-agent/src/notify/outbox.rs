@@ -11,6 +11,10 @@
 //! longer when a throttled receiver's `Retry-After` asks (at most 10 min).
 //! A queue over [`QUEUE_MAX`] drops its oldest message, counted and logged:
 //! a receiver down for days must not grow the agent without bound.
+//!
+//! The queues live in memory: when the agent stops, [`Outbox::finish`]
+//! gives what is queued a short grace ([`STOP_GRACE`]) and says how many
+//! messages it leaves undelivered.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,6 +41,12 @@ const RETRY_BASE: Duration = Duration::from_secs(1);
 /// The longest pause between tries: a receiver back up hears within a
 /// minute.
 const RETRY_CAP: Duration = Duration::from_secs(60);
+/// How long a stopping agent waits for its queued messages, at most. A
+/// decision told just before a stop (a maintenance drain, then the
+/// node's shutdown) usually needs one round trip; systemd's stop timeout
+/// (90 s by default) is far above it, and a restart waits no longer than
+/// this for a dead receiver.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// One message waiting for one destination.
 struct Pending {
@@ -71,6 +81,8 @@ pub(crate) struct Counts {
 
 pub(crate) struct Outbox {
     lanes: Vec<Arc<Lane>>,
+    /// Woken whenever a head message is settled, for [`Outbox::finish`].
+    settled: Notify,
     started: Instant,
     delivered: AtomicU64,
     failed: AtomicU64,
@@ -92,6 +104,7 @@ impl Outbox {
                     })
                 })
                 .collect(),
+            settled: Notify::new(),
             started: Instant::now(),
             delivered: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -100,7 +113,7 @@ impl Outbox {
     }
 
     fn now_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        millis(self.started.elapsed())
     }
 
     /// Queues `event` for every destination and wakes their tasks. Never
@@ -139,6 +152,55 @@ impl Outbox {
             dropped: self.dropped.load(Ordering::Relaxed),
             queued: self.lanes.iter().map(|l| lock(&l.queue).len() as u64).sum(),
         }
+    }
+
+    /// When the agent stops: lets the destinations' tasks go on for at
+    /// most `grace`, while some queue holds a message due within it, and
+    /// returns how many are still queued then (lost with the process). A
+    /// message waiting for its retry is not hurried: the pauses and a
+    /// receiver's `Retry-After` still hold, so a receiver that is down
+    /// costs the stop nothing unless its retry falls inside the grace.
+    pub(crate) async fn finish(&self, grace: Duration) -> u64 {
+        let deadline = Instant::now() + grace;
+        let deadline_ms = self.now_ms().saturating_add(millis(grace));
+        loop {
+            // Registered before looking, so a settle in between wakes it.
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            let due_within = self.lanes.iter().any(|lane| {
+                lock(&lane.queue)
+                    .front()
+                    .is_some_and(|head| head.next_try_ms < deadline_ms)
+            });
+            if !due_within {
+                break;
+            }
+            tokio::select! {
+                () = settled => {}
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        self.counts().queued
+    }
+
+    /// The destinations with messages waiting, for a person: `[notify] #2
+    /// (json): 3`, comma-separated.
+    pub(crate) fn waiting(&self) -> String {
+        let waiting: Vec<String> = self
+            .lanes
+            .iter()
+            .map(|lane| (lane, lock(&lane.queue).len()))
+            .filter(|(_, n)| *n > 0)
+            .map(|(lane, n)| {
+                format!(
+                    "[notify] #{} ({}): {n}",
+                    lane.number,
+                    lane.destination.format.as_str()
+                )
+            })
+            .collect();
+        waiting.join(", ")
     }
 
     /// One task per destination, for as long as the agent runs.
@@ -180,6 +242,7 @@ impl Outbox {
                 Err(e) => e.to_string(),
             };
             self.settle(lane, &event, answer.unwrap_or_default(), &what);
+            self.settled.notify_waiters();
         }
     }
 
@@ -250,6 +313,10 @@ impl Outbox {
     }
 }
 
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn unix_s() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -283,6 +350,34 @@ mod tests {
             to: None,
             more: 0,
         }
+    }
+
+    /// A stop waits for a message due within the grace (here no task
+    /// tries it: the whole grace), and not for one whose retry comes
+    /// after it.
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_waits_only_for_what_is_due_within_the_grace() {
+        let destination = Destination {
+            format: Format::Json,
+            url: Url::parse_secret("http://127.0.0.1:1/hook").unwrap(),
+            secret: None,
+        };
+        let outbox = Outbox::new(vec![destination]);
+        outbox.push(&event(1));
+        let started = Instant::now();
+        assert_eq!(outbox.finish(STOP_GRACE).await, 1);
+        assert_eq!(started.elapsed(), STOP_GRACE, "due now: waited for");
+        if let Some(head) = lock(&outbox.lanes[0].queue).front_mut() {
+            head.next_try_ms = outbox.now_ms() + 30_000;
+        }
+        let started = Instant::now();
+        assert_eq!(outbox.finish(STOP_GRACE).await, 1);
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "a retry after the grace: not waited for"
+        );
+        assert_eq!(outbox.waiting(), "[notify] #1 (json): 1");
     }
 
     /// A receiver gone for days costs at most QUEUE_MAX messages per
