@@ -81,8 +81,9 @@ extern "C" {
     /// HMAC-SHA256 of `body` under `secret` (WebCrypto): resolves to the
     /// MAC's bytes (a `Uint8Array`).
     pub fn hmac_sha256(secret: &str, body: &str) -> js_sys::Promise;
-    /// POSTs `body` to `url`: resolves to the answer's status, or 0 when
-    /// none came within `timeout_ms`; never rejects, never follows a
+    /// POSTs `body` to `url`: resolves to `{ status, retry_after }` (the
+    /// answer's status, or 0 when none came within `timeout_ms`; its
+    /// `Retry-After` header or null); never rejects, never follows a
     /// redirect, never reads the answer's body.
     pub fn post_js(
         url: &str,

@@ -311,7 +311,7 @@ test("without the checker the status JSON shows the isolate's own flips, labelle
   }
 });
 
-test("hostile receivers: one hangs, one redirects, one answers a huge body; the others still hear, nothing follows the redirect, no URL is logged", async () => {
+test("hostile receivers: one hangs, one redirects, one throttles, one answers a huge body; the others still hear, the redirect is neither followed nor retried, no URL is logged", async () => {
   const secretPath = (name) => `/${name}-Tok3n`;
   const s = await setup((r) => ({
     HEALTH_INTERVAL_MS: "300",
@@ -323,16 +323,19 @@ test("hostile receivers: one hangs, one redirects, one answers a huge body; the 
       { format: "slack", url_var: "HOOK_REDIRECT" },
       { format: "discord", url_var: "HOOK_HUGE" },
       { format: "ntfy", url_var: "HOOK_GOOD" },
+      { format: "json", url_var: "HOOK_THROTTLED" },
     ]),
     HOOK_HANG: r.url(secretPath("hang")),
     HOOK_REDIRECT: r.url(secretPath("redirect")),
     HOOK_HUGE: r.url(secretPath("huge")),
     HOOK_GOOD: r.url(secretPath("good")),
+    HOOK_THROTTLED: r.url(secretPath("throttled")),
   }));
   const { primary, receiver, isolates } = s;
   receiver.modes[secretPath("hang")] = "hang";
   receiver.modes[secretPath("redirect")] = { redirect: receiver.url("/stolen") };
   receiver.modes[secretPath("huge")] = "huge";
+  receiver.modes[secretPath("throttled")] = { status: 429, headers: { "retry-after": "3600" } };
   try {
     await checkerRunning(s);
     primary.mode = 503;
@@ -340,9 +343,17 @@ test("hostile receivers: one hangs, one redirects, one answers a huge body; the 
     await eventually(() => receiver.tries(secretPath("huge")).length >= 1, { timeoutMs: 15000 });
     await eventually(() => receiver.tries(secretPath("redirect")).length >= 1);
     await eventually(() => receiver.tries(secretPath("hang")).length >= 1);
-    await sleep(2500); // a retry of the redirect would come after 2 s
+    await eventually(() => receiver.tries(secretPath("throttled")).length >= 1);
+    await sleep(2500); // a retry of the redirect or the throttled would come after 2 s
     assert.equal(receiver.tries("/stolen").length, 0, "a redirect is never followed");
-    assert.ok(receiver.tries(secretPath("redirect")).length >= 2, "a redirect is retried, not taken");
+    // A redirect can never become a delivery: dropped after its one try
+    // (one event here: the primary's down), logged once with why.
+    assert.equal(receiver.tries(secretPath("redirect")).length, 1, "a redirect is refused for good, not retried");
+    const refused = isolates.logs.filter((l) => l.includes('"event":"notify"') && l.includes("HOOK_REDIRECT"));
+    assert.equal(refused.length, 1, refused.join("\n"));
+    assert.match(refused[0], /"result":"refused"/);
+    assert.match(refused[0], /"why":"[^"]*redirect/);
+    assert.equal(receiver.tries(secretPath("throttled")).length, 1, "asked again before its Retry-After");
     assert.equal(receiver.tries(secretPath("huge")).length, 1, "the huge answer was a 200: taken once");
     assert.match(receiver.events(secretPath("good"))[0].body, /origin primary is down/);
     // The Worker still serves and reports.
@@ -354,6 +365,7 @@ test("hostile receivers: one hangs, one redirects, one answers a huge body; the 
         ["slack", "HOOK_REDIRECT"],
         ["discord", "HOOK_HUGE"],
         ["ntfy", "HOOK_GOOD"],
+        ["json", "HOOK_THROTTLED"],
       ],
     );
     const shown = JSON.stringify(doc) + isolates.logs.join("\n");

@@ -12,12 +12,14 @@ export async function hmac_sha256(secret, body) {
   return new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(body)));
 }
 
-// POSTs `body` with `headers` to `url`. Resolves to the answer's status, or
-// 0 when there was none (refused, reset, no headers within `timeoutMs`);
-// never rejects. Redirects are not followed: a receiver's redirect is its
-// answer (retried), and following one could carry the event (and its
-// signature) somewhere the operator never configured. The answer's body is
-// never read, so a receiver sending a huge one costs nothing.
+// POSTs `body` with `headers` to `url`. Resolves to the answer's
+// { status, retry_after } (its Retry-After header or null; Rust reads it),
+// status 0 when there was none (refused, reset, no headers within
+// `timeoutMs`); never rejects. Redirects are not followed: a receiver's
+// redirect is its answer (refused for good), and following one could carry
+// the event (and its signature) somewhere the operator never configured.
+// The answer's body is never read, so a receiver sending a huge one costs
+// nothing.
 export function post_js(url, body, headers, timeoutMs) {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), timeoutMs);
@@ -25,11 +27,11 @@ export function post_js(url, body, headers, timeoutMs) {
     (res) => {
       clearTimeout(timer);
       if (res.body !== null) res.body.cancel().catch(() => {});
-      return res.status;
+      return { status: res.status, retry_after: res.headers.get("retry-after") };
     },
     () => {
       clearTimeout(timer);
-      return 0;
+      return { status: 0, retry_after: null };
     },
   );
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use failover_core::edge::checker::outbox::{Delivery, Settled};
 use failover_core::edge::report;
 use failover_core::notify::format::{render, signature_value, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use failover_core::notify::retry::Answer;
 use failover_core::notify::{Event, Webhook};
 use futures_util::future::join_all;
 use worker::wasm_bindgen_futures::JsFuture;
@@ -64,19 +65,12 @@ async fn deliver_to(checker: &Checker, name: &str, rows: &[Delivery]) {
         return;
     };
     for (n, row) in rows.iter().enumerate() {
-        let status = send(hook, &row.event).await;
+        let answer = send(hook, &row.event).await.unwrap_or_default();
         let settled = checker
             .machine
             .borrow_mut()
-            .settle(&row.key, status, clock::now_ms());
-        let result = match settled {
-            Some(Settled::Delivered) => "delivered",
-            Some(Settled::Retry { .. }) => "retry",
-            Some(Settled::Refused) => "refused",
-            Some(Settled::GaveUp) => "given up",
-            None => "gone",
-        };
-        log::line(&report::delivery(&hook.name, &row.event, status, result));
+            .settle(&row.key, answer, clock::now_ms());
+        log::line(&report::delivery(hook, &row.event, answer.status, settled));
         if matches!(settled, Some(Settled::Retry { .. })) {
             // The rest wait behind it, untried.
             let mut machine = checker.machine.borrow_mut();
@@ -88,9 +82,9 @@ async fn deliver_to(checker: &Checker, name: &str, rows: &[Delivery]) {
     }
 }
 
-/// One POST of `event` to `hook`: the answer's status, or None when there
-/// was none (or the request could not be made).
-async fn send(hook: &Webhook, event: &Event) -> Option<u16> {
+/// One POST of `event` to `hook`: the answer's status and `Retry-After`,
+/// or None when there was none (or the request could not be made).
+async fn send(hook: &Webhook, event: &Event) -> Option<Answer> {
     let message = render(hook.format, event);
     let headers = web_sys::Headers::new().ok()?;
     headers.set("content-type", message.content_type).ok()?;
@@ -107,9 +101,12 @@ async fn send(hook: &Webhook, event: &Event) -> Option<u16> {
         let seconds = clock::now_ms() / 1000;
         headers.set(TIMESTAMP_HEADER, &seconds.to_string()).ok()?;
     }
-    let status = JsFuture::from(post_js(&hook.url, &message.body, &headers, TIMEOUT_MS))
+    let answer = JsFuture::from(post_js(&hook.url, &message.body, &headers, TIMEOUT_MS))
         .await
-        .ok()?
-        .as_f64()?;
-    (1.0..=599.0).contains(&status).then_some(status as u16)
+        .ok()?;
+    let field = |name: &str| js_sys::Reflect::get(&answer, &name.into()).ok();
+    let status = field("status")?.as_f64()?;
+    let retry_after = field("retry_after").and_then(|v| v.as_string());
+    let status = (1.0..=599.0).contains(&status).then_some(status as u16);
+    Some(Answer::new(status, retry_after.as_deref()))
 }

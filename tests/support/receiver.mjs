@@ -1,8 +1,9 @@
 // A webhook receiver on 127.0.0.1 for the checker's notifications: every
 // POST is recorded (path, headers, raw body, arrival time) and answered by
 // the mode of its path: "ok" (204), a number (that status), "hang" (never
-// answers), { redirect: url } (302 there), "huge" (200 and 64 MiB of body,
-// streamed; the Worker must not read it).
+// answers), { redirect: url } (302 there), { status, headers } (that status
+// with those headers: a 429 with Retry-After), "huge" (200 and 64 MiB of
+// body, streamed; the Worker must not read it).
 import http from "node:http";
 
 export async function startReceiver() {
@@ -53,6 +54,12 @@ export async function startReceiver() {
         record.answered = 302;
         res.writeHead(302, { location: mode.redirect });
         res.end();
+        return;
+      }
+      if (typeof mode === "object" && mode.status !== undefined) {
+        record.answered = mode.status;
+        res.writeHead(mode.status, { "content-type": "text/plain", ...mode.headers });
+        res.end(`receiver says ${mode.status}\n`);
         return;
       }
       if (mode === "huge") {

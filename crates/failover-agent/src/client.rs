@@ -26,6 +26,8 @@ pub struct Response {
     pub status: u16,
     /// The `Location` header, for redirects.
     pub location: Option<String>,
+    /// The `Retry-After` header, for a throttled webhook.
+    pub retry_after: Option<String>,
     pub body: Bytes,
 }
 
@@ -267,16 +269,20 @@ where
             source,
         })?;
     let status = response.status().as_u16();
-    let location = response
-        .headers()
-        .get("location")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let (location, retry_after) = (header("location"), header("retry-after"));
     let Body::Read(limit) = read else {
         // Dropping the response closes the connection (Connection: close).
         return Ok(Response {
             status,
             location,
+            retry_after,
             body: Bytes::new(),
         });
     };
@@ -288,6 +294,7 @@ where
     Ok(Response {
         status,
         location,
+        retry_after,
         body,
     })
 }

@@ -194,6 +194,24 @@ pub async fn serve_with(
     sd_notify::notify("STOPPING=1");
     api.abort();
     monitor.abort();
+    // Nothing decides any more; what was decided may still be told.
+    let queued = shared.outbox.counts().queued;
+    if queued > 0 {
+        let grace = notify::STOP_GRACE;
+        log::info(&format!(
+            "{queued} notification(s) queued: waiting up to {} s for their receivers",
+            grace.as_secs()
+        ));
+        match shared.outbox.finish(grace).await {
+            0 => log::info("every queued notification delivered (or refused) before stopping"),
+            left => log::warn(&format!(
+                "{left} notification(s) left undelivered on stopping ({}): their receivers did \
+                 not take them within {} s; the history in state_dir keeps the decisions",
+                shared.outbox.waiting(),
+                grace.as_secs()
+            )),
+        }
+    }
     result
 }
 

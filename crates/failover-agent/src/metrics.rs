@@ -45,7 +45,7 @@ pub(crate) fn render(shared: &Shared) -> String {
     let _ = writeln!(
         out,
         "# HELP failover_agent_notifications_total Notification messages by what became of \
-         them: delivered (2xx), failed (refused with a 4xx, or given up after a day), dropped \
+         them: delivered (2xx), failed (refused with a 3xx or 4xx, or given up after a day), dropped \
          (oldest out of a full queue). One message per destination.\n\
          # TYPE failover_agent_notifications_total counter"
     );

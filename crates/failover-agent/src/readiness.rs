@@ -53,6 +53,7 @@ mod tests {
         from_response(&Response {
             status,
             location: None,
+            retry_after: None,
             body: Bytes::from_static(body.as_bytes()),
         })
     }

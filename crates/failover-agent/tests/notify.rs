@@ -217,22 +217,72 @@ async fn a_refusing_receiver_is_not_asked_again() {
     assert!(metrics.contains(r#"outcome="failed"} 1"#), "{metrics}");
 }
 
-/// The real binary, as an operator runs it: the webhook URLs (one written
+/// A receiver that answers with a redirect gets one try per message: the
+/// redirect is never followed (it could carry the message, signature and
+/// all, anywhere), so it can never become a delivery, and the message is
+/// dropped at once instead of retried for a day.
+#[tokio::test(start_paused = true)]
+async fn a_redirecting_receiver_gets_one_try_and_is_never_followed() {
+    let elsewhere = Receiver::start().await;
+    let receiver = Receiver::start().await;
+    receiver.answer(302);
+    receiver.answer_header("location", &elsewhere.url("/stolen"));
+    let notify = format!(
+        "[notify]\nurl = \"{}\"\nformat = \"json\"\n",
+        receiver.url("/hook")
+    );
+    let node = PerNode::start("notify-redirect-node", &notify).await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    assert!(eventually(30, || std::future::ready(!receiver.requests().is_empty())).await);
+    // Retried, the second try would come a second later; give it minutes.
+    seconds(180).await;
+    assert_eq!(receiver.requests().len(), 1, "one try");
+    assert!(elsewhere.requests().is_empty(), "the redirect was followed");
+    let (_, metrics) = request("GET", node.agent.port, "/metrics", None)
+        .await
+        .unwrap();
+    assert!(metrics.contains(r#"outcome="failed"} 1"#), "{metrics}");
+}
+
+/// A receiver that throttles (429 with `Retry-After: 300`) is left alone
+/// for as long as it asks, not asked again after the usual second, and
+/// gets the message once it takes it.
+#[tokio::test(start_paused = true)]
+async fn a_throttled_receiver_is_asked_again_when_it_says() {
+    let receiver = Receiver::start().await;
+    receiver.answer(429);
+    receiver.answer_header("retry-after", "300");
+    let notify = format!(
+        "[notify]\nurl = \"{}\"\nformat = \"json\"\n",
+        receiver.url("/hook")
+    );
+    let node = PerNode::start("notify-throttled-node", &notify).await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    assert!(eventually(30, || std::future::ready(!receiver.requests().is_empty())).await);
+    seconds(240).await;
+    assert_eq!(receiver.requests().len(), 1, "asked again before its time");
+    receiver.answer(200);
+    seconds(120).await;
+    assert_eq!(receiver.requests().len(), 2, "not asked again when it said");
+    assert_eq!(receiver.types(), ["node.fail-back"]);
+}
+
+/// The real binary, as an operator runs it:
+/// the webhook URLs (one written
 /// in the config, one in a url_file) and the signing secret appear in no
 /// log line, no `/health`, `/metrics`, `status` or `check-config` output,
 /// and no config error, whatever the receivers answer.
 #[test]
 fn urls_and_secrets_never_show() {
     use std::os::unix::fs::PermissionsExt;
-    use support::{eventually, free_port, http, Proc, Scratch, AGENT, FAKE};
+    use support::{eventually, free_port, http, FakePeer};
     let _serial = support::serial();
-    let dir = Scratch::new("notify-secrets");
-    let (agent_port, connector_port, edge_port) = (free_port(), free_port(), free_port());
-    let _edge = support::egress_server(edge_port, &dir.path("edge.log"));
-    let refusing = support::FakePeer::start(free_port(), 404, "no".into());
-    let failing = support::FakePeer::start(free_port(), 500, "oops".into());
+    let refusing = FakePeer::start(free_port(), 404, "no".into());
+    let failing = FakePeer::start(free_port(), 500, "oops".into());
     let closed = free_port();
-    support::write_token(&dir.path("token"), support::TOKEN);
+    let dir = support::Scratch::new("notify-secrets");
     support::write_token(
         &dir.path("url"),
         &format!(
@@ -241,31 +291,8 @@ fn urls_and_secrets_never_show() {
         ),
     );
     support::write_token(&dir.path("key"), "SECRETKEY-0123456789");
-    let pid = dir.path("connector.pid");
-    let start = format!(
-        "'{FAKE}' --listen 127.0.0.1:{connector_port} --edge 127.0.0.1:{edge_port} --id n >/dev/null 2>&1 & echo $! > '{}'",
-        pid.display()
-    );
-    let config = format!(
-        r#"topology = "tunnel-per-node"
-listen = "127.0.0.1:{agent_port}"
-token_file = "{token}"
-maintenance_flag = "{flag}"
-state_dir = "{state}"
-poll_interval = "1s"
-failback_interval = "1s"
-probe_timeout = "750ms"
-
-[connector]
-ready_url = "http://127.0.0.1:{connector_port}/ready"
-control = "command"
-start_command = "{start}"
-stop_command = "kill $(cat '{pid}'); rm -f '{pid}'"
-status_command = "[ -f '{pid}' ] && kill -0 $(cat '{pid}')"
-
-[egress]
-url = "http://127.0.0.1:{edge_port}/cdn-cgi/trace"
-
+    let notify = format!(
+        r#"
 [[notify]]
 url = "http://127.0.0.1:{refusing}/SECRETPATH/T0?token=SECRETQ1"
 format = "slack"
@@ -278,30 +305,12 @@ secret_file = "{key}"
 url = "http://127.0.0.1:{closed}/SECRETCLOSED"
 format = "ntfy"
 "#,
-        token = dir.path("token").display(),
-        flag = dir.path("maintenance").display(),
-        state = dir.0.display(),
-        start = start.replace('"', "\\\""),
-        pid = pid.display(),
         refusing = refusing.port,
         url = dir.path("url").display(),
         key = dir.path("key").display(),
     );
-    let path = dir.path("config.toml");
-    std::fs::write(&path, &config).unwrap();
-    let cli = |words: &[&str]| {
-        let out = std::process::Command::new(AGENT)
-            .arg("--config")
-            .arg(&path)
-            .args(words)
-            .output()
-            .unwrap();
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
+    let node = RealNode::new(dir, &notify);
+    let path = &node.config_path;
     let secrets = [
         "SECRETPATH",
         "SECRETQ1",
@@ -317,44 +326,36 @@ format = "ntfy"
     };
 
     // Everyone may read the config: a URL in it is refused, unnamed.
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let refused = cli(&["check-config", "--no-probe"]);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = node.cli(&["check-config", "--no-probe"]);
     assert!(
         refused.contains("`notify[0].url`") && refused.contains("chmod 640"),
         "{refused}"
     );
     assert_hidden("the refusal of a readable config", &refused);
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let checked = cli(&["check-config", "--no-probe"]);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let checked = node.cli(&["check-config", "--no-probe"]);
     assert!(checked.contains("notify"), "{checked}");
     assert!(checked.contains("not shown"), "{checked}");
     assert_hidden("check-config", &checked);
 
-    let log = dir.path("agent.log");
-    let child = std::process::Command::new(AGENT)
-        .args(["--config", &path.to_string_lossy(), "run"])
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let _agent = Proc(child);
-    let _connector = KillOnDrop(pid.clone());
+    let _agent = node.run();
     // Served after its start-up fail-back; each receiver asked (the
     // closed one too: its refusal is in the log).
     assert!(
         eventually(30, || {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
             !refusing.heads.lock().unwrap().is_empty()
                 && failing.heads.lock().unwrap().len() >= 2
-                && text.contains("[notify] #3")
+                && node.log().contains("[notify] #3")
         }),
         "not every receiver was tried:\n{}",
-        std::fs::read_to_string(&log).unwrap_or_default()
+        node.log()
     );
-    let health = http("GET", agent_port, "/health", None).unwrap().1;
-    let metrics = http("GET", agent_port, "/metrics", None).unwrap().1;
-    let status = cli(&["status"]);
-    let json = cli(&["status", "--json"]);
-    let text = std::fs::read_to_string(&log).unwrap();
+    let health = http("GET", node.agent_port, "/health", None).unwrap().1;
+    let metrics = http("GET", node.agent_port, "/metrics", None).unwrap().1;
+    let status = node.cli(&["status"]);
+    let json = node.cli(&["status", "--json"]);
+    let text = node.log();
     assert!(text.contains("refused (HTTP 404)"), "{text}");
     assert!(text.contains("not delivered (HTTP 500)"), "{text}");
     for (what, shown) in [
@@ -381,16 +382,275 @@ format = "ntfy"
             "`notify[2].url`",
         ),
     ] {
-        std::fs::write(&path, config.replace(&from, &to)).unwrap();
-        let out = cli(&["check-config", "--no-probe"]);
+        std::fs::write(path, node.config.replace(&from, &to)).unwrap();
+        let out = node.cli(&["check-config", "--no-probe"]);
         assert!(out.contains(key), "{key}: {out}");
         assert_hidden("a config error", &out);
     }
-    std::fs::write(&path, &config).unwrap();
-    support::write_token(&dir.path("url"), "https://h/SECRETFILEPATH x");
-    let out = cli(&["check-config", "--no-probe"]);
+    std::fs::write(path, &node.config).unwrap();
+    support::write_token(&node.dir.path("url"), "https://h/SECRETFILEPATH x");
+    let out = node.cli(&["check-config", "--no-probe"]);
     assert!(out.contains("`notify[1].url_file`"), "{out}");
     assert_hidden("a url_file error", &out);
+}
+
+/// SIGTERM, as `systemctl stop` sends it, while messages are queued: the
+/// agent gives them a short grace before it exits, and its log says how
+/// many it left undelivered. Two receivers: a slow one, which answers
+/// nothing until after the signal (its second message waits behind the
+/// first), and a dead one that never answers.
+#[test]
+fn a_stop_gives_queued_messages_a_grace_and_says_what_it_left() {
+    use support::eventually;
+    let _serial = support::serial();
+    let slow = HeldReceiver::start();
+    let dead = HeldReceiver::start();
+    let notify = format!(
+        "\n[[notify]]\nurl = \"http://127.0.0.1:{}/slow\"\n\n[[notify]]\nurl = \"http://127.0.0.1:{}/dead\"\n",
+        slow.port, dead.port
+    );
+    let node = RealNode::new(support::Scratch::new("notify-stop"), &notify);
+    let mut agent = node.run();
+    // The start-up fail-back reaches both, and both hold it; a maintenance
+    // drain queues a second message behind it.
+    assert!(
+        eventually(30, || !slow.bodies().is_empty()
+            && !dead.bodies().is_empty()),
+        "the fail-back was not sent:\n{}",
+        node.log()
+    );
+    support::write_token(&node.flag, "maintenance");
+    // Told once carried out: both messages queued for both receivers.
+    let queued = |n: u32| {
+        let metrics = support::http("GET", node.agent_port, "/metrics", None).unwrap_or_default();
+        metrics.1.lines().any(|l| {
+            l.starts_with("failover_agent_notifications_queued") && l.ends_with(&format!(" {n}"))
+        })
+    };
+    assert!(
+        eventually(30, || queued(4)),
+        "the drain was not queued:\n{}",
+        node.log()
+    );
+    let pid = agent.0.id().to_string();
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(
+        eventually(10, || node.log().contains("waiting up to 5 s")),
+        "the stop did not wait for the queue ({:?}):\n{}",
+        agent.0.try_wait(),
+        node.log()
+    );
+    // The slow receiver answers now, inside the grace: its second message
+    // follows. The dead one never does. (A try that timed out before is
+    // tried again: the same id, which a receiver drops.)
+    slow.release();
+    assert!(
+        eventually(30, || matches!(agent.0.try_wait(), Ok(Some(_)))),
+        "the agent did not exit after its grace:\n{}",
+        node.log()
+    );
+    let status = agent.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut ids = std::collections::HashSet::new();
+    let types: Vec<String> = slow
+        .bodies()
+        .iter()
+        .map(|b| serde_json::from_str::<serde_json::Value>(b).unwrap())
+        .filter(|v| ids.insert(v["id"].to_string()))
+        .map(|v| v["type"].to_string())
+        .collect();
+    assert_eq!(
+        types,
+        [r#""node.fail-back""#, r#""node.maintenance-on""#],
+        "{}",
+        node.log()
+    );
+    assert!(
+        dead.bodies().iter().all(|b| b.contains("node.fail-back")),
+        "the dead receiver's second message was tried before its first was taken"
+    );
+    let log = node.log();
+    assert!(
+        log.contains("2 notification(s) left undelivered on stopping ([notify] #2 (json): 2)"),
+        "{log}"
+    );
+    dead.release();
+}
+
+/// A tunnel-per-node node as an operator runs it: the real binary, a fake
+/// connector started and stopped by command, an egress server, and `extra`
+/// (the `[notify]` tables) at the end of its config.
+struct RealNode {
+    config_path: std::path::PathBuf,
+    /// The config as written.
+    config: String,
+    agent_port: u16,
+    flag: std::path::PathBuf,
+    _edge: support::Proc,
+    /// Before `dir`, which holds its pid file (fields drop in order).
+    _connector: KillOnDrop,
+    dir: support::Scratch,
+}
+
+impl RealNode {
+    fn new(dir: support::Scratch, extra: &str) -> RealNode {
+        use std::os::unix::fs::PermissionsExt;
+        use support::{free_port, FAKE};
+        let (agent_port, connector_port, edge_port) = (free_port(), free_port(), free_port());
+        let edge = support::egress_server(edge_port, &dir.path("edge.log"));
+        support::write_token(&dir.path("token"), support::TOKEN);
+        let pid = dir.path("connector.pid");
+        let start = format!(
+            "'{FAKE}' --listen 127.0.0.1:{connector_port} --edge 127.0.0.1:{edge_port} --id n >/dev/null 2>&1 & echo $! > '{}'",
+            pid.display()
+        );
+        let flag = dir.path("maintenance");
+        let config = format!(
+            r#"topology = "tunnel-per-node"
+listen = "127.0.0.1:{agent_port}"
+token_file = "{token}"
+maintenance_flag = "{flag}"
+state_dir = "{state}"
+poll_interval = "1s"
+failback_interval = "1s"
+probe_timeout = "750ms"
+
+[connector]
+ready_url = "http://127.0.0.1:{connector_port}/ready"
+control = "command"
+start_command = "{start}"
+stop_command = "kill $(cat '{pid}'); rm -f '{pid}'"
+status_command = "[ -f '{pid}' ] && kill -0 $(cat '{pid}')"
+
+[egress]
+url = "http://127.0.0.1:{edge_port}/cdn-cgi/trace"
+{extra}"#,
+            token = dir.path("token").display(),
+            flag = flag.display(),
+            state = dir.0.display(),
+            start = start.replace('"', "\\\""),
+            pid = pid.display(),
+        );
+        let config_path = dir.path("config.toml");
+        std::fs::write(&config_path, &config).unwrap();
+        // It may hold a webhook URL: readable by its owner and group only.
+        std::fs::set_permissions(&config_path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        RealNode {
+            config_path,
+            config,
+            agent_port,
+            flag,
+            _edge: edge,
+            _connector: KillOnDrop(pid),
+            dir,
+        }
+    }
+
+    /// `failover-agent run`, its stderr in the node's log.
+    fn run(&self) -> support::Proc {
+        let log = std::fs::File::create(self.dir.path("agent.log")).unwrap();
+        let child = std::process::Command::new(support::AGENT)
+            .arg("--config")
+            .arg(&self.config_path)
+            .arg("run")
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        support::Proc(child)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path("agent.log")).unwrap_or_default()
+    }
+
+    /// A command against the node's config: its stdout and stderr.
+    fn cli(&self, words: &[&str]) -> String {
+        let out = std::process::Command::new(support::AGENT)
+            .arg("--config")
+            .arg(&self.config_path)
+            .args(words)
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
+/// A receiver on a thread of its own: keeps every request's body and
+/// answers none (200) until [`HeldReceiver::release`], every one at once
+/// after.
+struct HeldReceiver {
+    port: u16,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HeldReceiver {
+    fn start() -> HeldReceiver {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (b, r) = (Arc::clone(&bodies), Arc::clone(&released));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let (b, r) = (Arc::clone(&b), Arc::clone(&r));
+                std::thread::spawn(move || {
+                    let mut data = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    let body = loop {
+                        let text = String::from_utf8_lossy(&data).into_owned();
+                        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                            let length: usize = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length: "))
+                                .and_then(|v| v.trim().parse().ok())
+                                .unwrap_or(0);
+                            if body.len() >= length {
+                                break body.to_string();
+                            }
+                        }
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => data.extend_from_slice(&buf[..n]),
+                        }
+                    };
+                    b.lock().unwrap().push(body);
+                    while !r.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
+                });
+            }
+        });
+        HeldReceiver {
+            port,
+            bodies,
+            released,
+        }
+    }
+
+    fn bodies(&self) -> Vec<String> {
+        self.bodies.lock().unwrap().clone()
+    }
+
+    fn release(&self) {
+        self.released
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Kills the process a pid file names, on drop.

@@ -14,6 +14,8 @@
 //! - Shared by both: [`streak`] (the rise/fall hysteresis every health
 //!   judgement uses) and [`secret`] (constant-time bearer-token checks,
 //!   and Basic credentials for a browser, with [`base64`] under it).
+//! - For tests only: [`splitmix`], the seeded random stream the
+//!   simulations, the statistical tests and the fixtures' inputs share.
 //!
 //! The rule of this crate: a decision goes here, anything a test would
 //! table, as a plain function or a state machine that takes the time as an
@@ -37,4 +39,5 @@ pub mod edge;
 pub mod node;
 pub mod notify;
 pub mod secret;
+pub mod splitmix;
 pub mod streak;

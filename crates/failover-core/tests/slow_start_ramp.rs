@@ -18,6 +18,7 @@ use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::health::HealthMap;
 use failover_core::edge::overrides::Standing;
 use failover_core::edge::route::{route, route_ramped};
+use failover_core::splitmix::SplitMix64;
 
 const N: usize = 10_000;
 /// Seconds into the ramp, and the share the target expects there.
@@ -39,19 +40,6 @@ fn config(vars: &[(&str, &str)]) -> WorkerConfig {
             .map(|(_, v)| v.to_string())
     })
     .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// splitmix64 as a uniform [0, 1) stream.
-struct Uniform(u64);
-impl Uniform {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
 }
 
 /// The primary (origin 0) fails at 1 s and its two good probes, 15 s
@@ -95,10 +83,10 @@ fn measured_with(
     cookie: Option<&str>,
 ) -> f64 {
     let share = |i: usize| c.slow_start.share(health.up_since_ms(i), now);
-    let mut rng = Uniform(0x5eed);
+    let mut rng = SplitMix64(0x5eed);
     let (mut would, mut got) = (0usize, 0usize);
     for n in 0..N {
-        let random = rng.next();
+        let random = rng.next_f64();
         let key = key(n);
         let plain = route(
             c,
@@ -244,9 +232,17 @@ fn no_other_origin_up_no_ramp() {
     let (mut health, t0) = recovered_primary(&c);
     health.record_failure(1, Failure::Refused, t0 + 1_000);
     let share = |i: usize| c.slow_start.share(health.up_since_ms(i), t0 + 1_000);
-    let mut rng = Uniform(1);
+    let mut rng = SplitMix64(1);
     for _ in 0..1_000 {
-        let r = route_ramped(&c, |i| health.is_up(i), &[], share, None, None, rng.next());
+        let r = route_ramped(
+            &c,
+            |i| health.is_up(i),
+            &[],
+            share,
+            None,
+            None,
+            rng.next_f64(),
+        );
         assert_eq!(
             (r.order[0], r.intended),
             (0, 0),

@@ -18,6 +18,7 @@ use failover_core::edge::affinity::{self, Affinity, AffinityFailover, AffinityMo
 use failover_core::edge::config::WorkerConfig;
 use failover_core::edge::det_math;
 use failover_core::edge::steering::{self, Candidate, Policy};
+use failover_core::splitmix::SplitMix64;
 use serde_json::{json, Value};
 
 const PATH: &str = concat!(
@@ -279,21 +280,6 @@ fn affinity_decisions() {
 
 // ---- the generator -----------------------------------------------------
 
-/// splitmix64 as a uniform [0, 1) stream: repeatable inputs.
-struct Uniform(u64);
-impl Uniform {
-    fn bits(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn next(&mut self) -> f64 {
-        (self.bits() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 fn dec(x: f64) -> String {
     format!("{x:?}")
 }
@@ -319,14 +305,14 @@ fn ln_rows() -> Vec<Value> {
         0.5 / 4_294_967_296.0,
         (4_294_967_295.0 + 0.5) / 4_294_967_296.0,
     ];
-    let mut rng = Uniform(1);
+    let mut rng = SplitMix64(1);
     for _ in 0..60 {
-        let h = (rng.bits() >> 32) as f64;
+        let h = (rng.next_u64() >> 32) as f64;
         xs.push((h + 0.5) / 4_294_967_296.0);
     }
     for _ in 0..40 {
         // Anywhere in the positive finite doubles.
-        let bits = rng.bits() % 0x7fef_ffff_ffff_ffff + 1;
+        let bits = rng.next_u64() % 0x7fef_ffff_ffff_ffff + 1;
         xs.push(f64::from_bits(bits));
     }
     xs.into_iter()
@@ -623,7 +609,7 @@ fn order_rows() -> Vec<Value> {
             0.5,
         ));
     }
-    let mut rng = Uniform(2);
+    let mut rng = SplitMix64(2);
     for k in 0..200 {
         let key = generated_key(k);
         out.push(order_row(
@@ -632,7 +618,7 @@ fn order_rows() -> Vec<Value> {
             &[1, 2, 1],
             &[T, T, T],
             Some(&key),
-            rng.next(),
+            rng.next_f64(),
         ));
     }
     for k in 0..60 {
@@ -643,7 +629,7 @@ fn order_rows() -> Vec<Value> {
             &[1, 2, 1],
             &[F, T, T],
             Some(&key),
-            rng.next(),
+            rng.next_f64(),
         ));
         out.push(order_row(
             "hash: generated key, 4 origins",
@@ -651,7 +637,7 @@ fn order_rows() -> Vec<Value> {
             &[3, 1, 0, 2],
             &[T, T, T, T],
             Some(&key),
-            rng.next(),
+            rng.next_f64(),
         ));
     }
     for _ in 0..60 {
@@ -661,7 +647,7 @@ fn order_rows() -> Vec<Value> {
             &[1, 2, 1],
             &[T, T, T],
             None,
-            rng.next(),
+            rng.next_f64(),
         ));
         out.push(order_row(
             "weighted: generated, 4 origins",
@@ -669,7 +655,7 @@ fn order_rows() -> Vec<Value> {
             &[3, 0, 2, 5],
             &[T, T, F, T],
             None,
-            rng.next(),
+            rng.next_f64(),
         ));
     }
     out

@@ -394,42 +394,20 @@ impl Config {
                 format!("{listen_text:?} is not an address like \"0.0.0.0:8790\""),
             )
         })?;
-        let token_file = PathBuf::from(top.string("token_file")?.ok_or_else(|| {
-            err(
-                "token_file",
-                "missing; a file holding the shared bearer token",
-            )
-        })?);
-        let maintenance_flag = PathBuf::from(
-            top.string("maintenance_flag")?
-                .unwrap_or_else(|| DEFAULT_FLAG.to_string()),
-        );
-        if let Some(hidden) = hidden_from_the_unit(&maintenance_flag) {
-            return Err(err(
-                "maintenance_flag",
-                format!(
-                    "{} is under {hidden}, which the packaged unit hides from the agent \
-                     (PrivateTmp=yes, ProtectHome=yes): `maintenance on` would set a flag the \
-                     running agent never sees; use a path under /var/lib/failover-agent",
-                    maintenance_flag.display()
-                ),
-            ));
-        }
-        let state_dir = PathBuf::from(
-            top.string("state_dir")?
-                .unwrap_or_else(|| DEFAULT_STATE_DIR.to_string()),
-        );
-        if let Some(hidden) = hidden_from_the_unit(&state_dir) {
-            return Err(err(
-                "state_dir",
-                format!(
-                    "{} is under {hidden}, which the packaged unit hides from the agent \
-                     (PrivateTmp=yes, ProtectHome=yes): what it keeps there would not outlive \
-                     a restart; use /var/lib/failover-agent (the unit's StateDirectory)",
-                    state_dir.display()
-                ),
-            ));
-        }
+        let token_file =
+            top.required_path("token_file", "a file holding the shared bearer token")?;
+        let maintenance_flag = top.path_the_unit_sees(
+            "maintenance_flag",
+            DEFAULT_FLAG,
+            "`maintenance on` would set a flag the running agent never sees; use a path under \
+             /var/lib/failover-agent",
+        )?;
+        let state_dir = top.path_the_unit_sees(
+            "state_dir",
+            DEFAULT_STATE_DIR,
+            "what it keeps there would not outlive a restart; use /var/lib/failover-agent (the \
+             unit's StateDirectory)",
+        )?;
         let defaults = Timing::default();
         let timing = Timing {
             poll_interval_ms: top
@@ -471,12 +449,10 @@ impl Config {
             "status_command",
             "command_timeout",
         ])?;
-        let connector_ready_url = connector.url("ready_url")?.ok_or_else(|| {
-            err(
-                "connector.ready_url",
-                "missing; the local cloudflared /ready, e.g. \"http://127.0.0.1:20241/ready\"",
-            )
-        })?;
+        let connector_ready_url = connector.required_url(
+            "ready_url",
+            "the local cloudflared /ready, e.g. \"http://127.0.0.1:20241/ready\"",
+        )?;
         let connector_metrics_url = match connector.url("metrics_url")? {
             Some(url) => url,
             None => Url {
@@ -517,13 +493,11 @@ impl Config {
         let (peer_agent_url, peer_connector_ready_url) = match topology {
             Topology::SharedTunnel => {
                 peer.only(&["agent_url", "connector_ready_url"])?;
-                let agent_url = peer.url("agent_url")?.ok_or_else(|| {
-                    err(
-                        "peer.agent_url",
-                        "missing; the peer agent, e.g. \"http://10.0.0.2:8790\" (required with \
-                         topology = \"shared-tunnel\")",
-                    )
-                })?;
+                let agent_url = peer.required_url(
+                    "agent_url",
+                    "the peer agent, e.g. \"http://10.0.0.2:8790\" (required with topology = \
+                     \"shared-tunnel\")",
+                )?;
                 (Some(agent_url), peer.url("connector_ready_url")?)
             }
             Topology::TunnelPerNode => {
@@ -541,12 +515,10 @@ impl Config {
         let app = top.section("app")?;
         let app = if app.is_present() {
             app.only(&["health_url", "fall", "rise", "interval"])?;
-            let health_url = app.url("health_url")?.ok_or_else(|| {
-                err(
-                    "app.health_url",
-                    "missing; the local service's health URL, e.g. \"http://127.0.0.1:80/health\"",
-                )
-            })?;
+            let health_url = app.required_url(
+                "health_url",
+                "the local service's health URL, e.g. \"http://127.0.0.1:80/health\"",
+            )?;
             let interval_ms = app
                 .duration_ms("interval")?
                 .unwrap_or(timing.poll_interval_ms);
@@ -764,9 +736,46 @@ impl<'a> Section<'a> {
     fn required_string(&self, name: &str, what: &str) -> Result<String, ConfigError> {
         match self.string(name)? {
             Some(s) if !s.trim().is_empty() => Ok(s),
-            _ => Err(err(
+            _ => Err(self.missing(
+                name,
+                &format!("{what} (required with control = \"command\")"),
+            )),
+        }
+    }
+
+    /// `name` is required here and absent: `what` says what it is.
+    fn missing(&self, name: &str, what: &str) -> ConfigError {
+        err(&self.key(name), format!("missing; {what}"))
+    }
+
+    fn required_url(&self, name: &str, what: &str) -> Result<Url, ConfigError> {
+        self.url(name)?.ok_or_else(|| self.missing(name, what))
+    }
+
+    fn required_path(&self, name: &str, what: &str) -> Result<PathBuf, ConfigError> {
+        let path = self.string(name)?.ok_or_else(|| self.missing(name, what))?;
+        Ok(PathBuf::from(path))
+    }
+
+    /// A path the agent must see under the packaged unit's sandbox
+    /// (`default` when absent); `otherwise` says what goes wrong if it is
+    /// hidden from it.
+    fn path_the_unit_sees(
+        &self,
+        name: &str,
+        default: &str,
+        otherwise: &str,
+    ) -> Result<PathBuf, ConfigError> {
+        let path = PathBuf::from(self.string(name)?.unwrap_or_else(|| default.to_string()));
+        match hidden_from_the_unit(&path) {
+            None => Ok(path),
+            Some(hidden) => Err(err(
                 &self.key(name),
-                format!("missing; {what} (required with control = \"command\")"),
+                format!(
+                    "{} is under {hidden}, which the packaged unit hides from the agent \
+                     (PrivateTmp=yes, ProtectHome=yes): {otherwise}",
+                    path.display()
+                ),
             )),
         }
     }

@@ -3,7 +3,7 @@
 //! origin`. The admin token is read from its file by [`read_token`], which
 //! `run`, `check-config` and `origin` call.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use failover_core::node::Topology;
 
@@ -32,12 +32,10 @@ pub(super) fn parse(
         return Ok(None);
     }
     section.only(KEYS)?;
-    let url = section.url("url")?.ok_or_else(|| {
-        err(
-            "worker.url",
-            "missing; the site's URL at the Worker, e.g. \"https://www.example.com\"",
-        )
-    })?;
+    let url = section.required_url(
+        "url",
+        "the site's URL at the Worker, e.g. \"https://www.example.com\"",
+    )?;
     if url.path != "/" {
         return Err(err(
             "worker.url",
@@ -66,12 +64,10 @@ pub(super) fn parse(
             ),
         ));
     }
-    let admin_token_file = PathBuf::from(section.string("admin_token_file")?.ok_or_else(|| {
-        err(
-            "worker.admin_token_file",
-            "missing; a file (mode 0600) holding the Worker's ADMIN_TOKEN secret",
-        )
-    })?);
+    let admin_token_file = section.required_path(
+        "admin_token_file",
+        "a file (mode 0600) holding the Worker's ADMIN_TOKEN secret",
+    )?;
     let origin =
         match (section.string("origin")?, topology) {
             (Some(_), Topology::SharedTunnel) => return Err(err(

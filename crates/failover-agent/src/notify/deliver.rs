@@ -1,7 +1,9 @@
 //! One delivery attempt: the core renders the body for the destination's
 //! format, a json destination with a secret gets the signature header
 //! (HMAC-SHA256 of exactly the body, the GitHub/Stripe convention) and the
-//! attempt's timestamp, and the answer's status is all that is read.
+//! attempt's timestamp, and the answer's status (with its `Retry-After`,
+//! for a throttled receiver) is all that is read. A redirect is never
+//! followed (`client` never does): it is the receiver's answer.
 
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use hyper::body::Bytes;
 use ring::hmac;
 
 use failover_core::notify::format::{self, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use failover_core::notify::retry::Answer;
 use failover_core::notify::Event;
 
 use crate::client::{Client, Outbound, ProbeError};
@@ -20,14 +23,14 @@ use super::destination::Destination;
 /// receiver holds its own queue.
 pub(super) const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// POSTs `event` to `destination`; the answer's status, or why there was
-/// none. The error never names the URL (`ProbeError` carries no address).
+/// POSTs `event` to `destination`; the answer, or why there was none.
+/// The error never names the URL (`ProbeError` carries no address).
 pub(super) async fn attempt(
     client: &Client,
     destination: &Destination,
     event: &Event,
     unix_s: u64,
-) -> Result<u16, ProbeError> {
+) -> Result<Answer, ProbeError> {
     let message = format::render(destination.format, event);
     let mut headers = vec![("content-type", message.content_type.to_string())];
     for (name, value) in &message.headers {
@@ -53,5 +56,5 @@ pub(super) async fn attempt(
     client
         .request(request, ATTEMPT_TIMEOUT)
         .await
-        .map(|response| response.status)
+        .map(|response| Answer::new(Some(response.status), response.retry_after.as_deref()))
 }

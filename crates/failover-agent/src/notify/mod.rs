@@ -10,11 +10,12 @@
 //! - `deliver`: one attempt: the core's body, the signature, the POST, and
 //!   what its answer means.
 //! - `outbox`: a bounded queue per destination and the task that empties
-//!   it, with the core's retry pauses; overflow drops the oldest, counted.
+//!   it, with the core's retry pauses; overflow drops the oldest, counted;
+//!   a short grace for what is queued when the agent stops.
 
 mod deliver;
 mod destination;
 mod outbox;
 
 pub(crate) use destination::{Destination, Hidden, Target, UrlFrom};
-pub(crate) use outbox::Outbox;
+pub(crate) use outbox::{Outbox, STOP_GRACE};

@@ -4,11 +4,17 @@
 //! for a `VecDeque` operation) nor another receiver.
 //!
 //! Delivery is at least once, in order per destination: the oldest message
-//! is tried until its receiver takes it (2xx), refuses it for good (a 4xx
-//! other than 408/425/429), or a day has passed; between tries the core's
-//! pauses (`failover_core::notify::retry`), doubling from 1 s to a minute.
+//! is tried until its receiver takes it (2xx), refuses it for good (a 3xx,
+//! never followed, or a 4xx other than 408/425/429:
+//! `failover_core::notify::retry` says why each), or a day has passed;
+//! between tries the core's pauses, doubling from 1 s to a minute, or
+//! longer when a throttled receiver's `Retry-After` asks (at most 10 min).
 //! A queue over [`QUEUE_MAX`] drops its oldest message, counted and logged:
 //! a receiver down for days must not grow the agent without bound.
+//!
+//! The queues live in memory: when the agent stops, [`Outbox::finish`]
+//! gives what is queued a short grace ([`STOP_GRACE`]) and says how many
+//! messages it leaves undelivered.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use failover_core::notify::retry::{self, Outcome};
+use failover_core::notify::retry::{self, Answer, Outcome};
 use failover_core::notify::Event;
 
 use crate::client::Client;
@@ -35,6 +41,12 @@ const RETRY_BASE: Duration = Duration::from_secs(1);
 /// The longest pause between tries: a receiver back up hears within a
 /// minute.
 const RETRY_CAP: Duration = Duration::from_secs(60);
+/// How long a stopping agent waits for its queued messages, at most. A
+/// decision told just before a stop (a maintenance drain, then the
+/// node's shutdown) usually needs one round trip; systemd's stop timeout
+/// (90 s by default) is far above it, and a restart waits no longer than
+/// this for a dead receiver.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// One message waiting for one destination.
 struct Pending {
@@ -58,7 +70,8 @@ struct Lane {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub delivered: u64,
-    /// Refused for good by the receiver (a 4xx), or given up after a day.
+    /// Refused for good by the receiver (a 3xx or 4xx), or given up after
+    /// a day.
     pub failed: u64,
     /// Dropped from a full queue, oldest first.
     pub dropped: u64,
@@ -68,6 +81,8 @@ pub(crate) struct Counts {
 
 pub(crate) struct Outbox {
     lanes: Vec<Arc<Lane>>,
+    /// Woken whenever a head message is settled, for [`Outbox::finish`].
+    settled: Notify,
     started: Instant,
     delivered: AtomicU64,
     failed: AtomicU64,
@@ -89,6 +104,7 @@ impl Outbox {
                     })
                 })
                 .collect(),
+            settled: Notify::new(),
             started: Instant::now(),
             delivered: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -97,7 +113,7 @@ impl Outbox {
     }
 
     fn now_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        millis(self.started.elapsed())
     }
 
     /// Queues `event` for every destination and wakes their tasks. Never
@@ -138,6 +154,55 @@ impl Outbox {
         }
     }
 
+    /// When the agent stops: lets the destinations' tasks go on for at
+    /// most `grace`, while some queue holds a message due within it, and
+    /// returns how many are still queued then (lost with the process). A
+    /// message waiting for its retry is not hurried: the pauses and a
+    /// receiver's `Retry-After` still hold, so a receiver that is down
+    /// costs the stop nothing unless its retry falls inside the grace.
+    pub(crate) async fn finish(&self, grace: Duration) -> u64 {
+        let deadline = Instant::now() + grace;
+        let deadline_ms = self.now_ms().saturating_add(millis(grace));
+        loop {
+            // Registered before looking, so a settle in between wakes it.
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            let due_within = self.lanes.iter().any(|lane| {
+                lock(&lane.queue)
+                    .front()
+                    .is_some_and(|head| head.next_try_ms < deadline_ms)
+            });
+            if !due_within {
+                break;
+            }
+            tokio::select! {
+                () = settled => {}
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        self.counts().queued
+    }
+
+    /// The destinations with messages waiting, for a person: `[notify] #2
+    /// (json): 3`, comma-separated.
+    pub(crate) fn waiting(&self) -> String {
+        let waiting: Vec<String> = self
+            .lanes
+            .iter()
+            .map(|lane| (lane, lock(&lane.queue).len()))
+            .filter(|(_, n)| *n > 0)
+            .map(|(lane, n)| {
+                format!(
+                    "[notify] #{} ({}): {n}",
+                    lane.number,
+                    lane.destination.format.as_str()
+                )
+            })
+            .collect();
+        waiting.join(", ")
+    }
+
     /// One task per destination, for as long as the agent runs.
     pub(crate) fn spawn(self: &Arc<Self>, client: &Client) {
         for lane in &self.lanes {
@@ -168,18 +233,22 @@ impl Outbox {
                 continue;
             }
             let answer = deliver::attempt(client, &lane.destination, &event, unix_s()).await;
-            let outcome = retry::outcome(answer.as_ref().ok().copied());
             let what = match &answer {
-                Ok(status) => format!("HTTP {status}"),
+                Ok(Answer {
+                    status: Some(status),
+                    ..
+                }) => format!("HTTP {status}"),
+                Ok(_) => "no status".to_string(),
                 Err(e) => e.to_string(),
             };
-            self.settle(lane, &event, outcome, &what);
+            self.settle(lane, &event, answer.unwrap_or_default(), &what);
+            self.settled.notify_waiters();
         }
     }
 
     /// Books one attempt's answer on the head of the queue, if the head is
     /// still the message tried (a push may have dropped it meanwhile).
-    fn settle(&self, lane: &Lane, event: &Event, outcome: Outcome, what: &str) {
+    fn settle(&self, lane: &Lane, event: &Event, answer: Answer, what: &str) {
         let now = self.now_ms();
         let mut queue = lock(&lane.queue);
         let Some(head) = queue.front_mut().filter(|p| p.event.id == event.id) else {
@@ -192,7 +261,7 @@ impl Outbox {
             lane.number,
             lane.destination.format.as_str()
         );
-        match outcome {
+        match retry::outcome(answer.status) {
             Outcome::Delivered => {
                 if head.failures > 0 {
                     log::info(&format!(
@@ -203,9 +272,10 @@ impl Outbox {
                 queue.pop_front();
                 self.delivered.fetch_add(1, Ordering::Relaxed);
             }
-            Outcome::Refused => {
+            Outcome::Refused(why) => {
                 log::warn(&format!(
-                    "{name} refused ({what}): not sent again; check the URL and the receiver"
+                    "{name} refused ({what}): not sent again: {}",
+                    why.advice()
                 ));
                 queue.pop_front();
                 self.failed.fetch_add(1, Ordering::Relaxed);
@@ -213,7 +283,8 @@ impl Outbox {
             Outcome::Retry => {
                 let first = *head.first_try_ms.get_or_insert(now);
                 head.failures = head.failures.saturating_add(1);
-                match retry::next_try_ms(first, head.failures, now, RETRY_BASE, RETRY_CAP) {
+                let (base, cap, asked) = (RETRY_BASE, RETRY_CAP, answer.wait);
+                match retry::next_try_ms(first, head.failures, now, base, cap, asked) {
                     Some(next) => {
                         // The first failure and then the debug log: a
                         // receiver down for an hour is one line, not sixty.
@@ -240,6 +311,10 @@ impl Outbox {
             }
         }
     }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn unix_s() -> u64 {
@@ -275,6 +350,34 @@ mod tests {
             to: None,
             more: 0,
         }
+    }
+
+    /// A stop waits for a message due within the grace (here no task
+    /// tries it: the whole grace), and not for one whose retry comes
+    /// after it.
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_waits_only_for_what_is_due_within_the_grace() {
+        let destination = Destination {
+            format: Format::Json,
+            url: Url::parse_secret("http://127.0.0.1:1/hook").unwrap(),
+            secret: None,
+        };
+        let outbox = Outbox::new(vec![destination]);
+        outbox.push(&event(1));
+        let started = Instant::now();
+        assert_eq!(outbox.finish(STOP_GRACE).await, 1);
+        assert_eq!(started.elapsed(), STOP_GRACE, "due now: waited for");
+        if let Some(head) = lock(&outbox.lanes[0].queue).front_mut() {
+            head.next_try_ms = outbox.now_ms() + 30_000;
+        }
+        let started = Instant::now();
+        assert_eq!(outbox.finish(STOP_GRACE).await, 1);
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "a retry after the grace: not waited for"
+        );
+        assert_eq!(outbox.waiting(), "[notify] #1 (json): 1");
     }
 
     /// A receiver gone for days costs at most QUEUE_MAX messages per

@@ -542,6 +542,8 @@ pub struct Receiver {
     pub got: Arc<Mutex<Vec<Received>>>,
     status: Arc<Mutex<u16>>,
     body: Arc<Mutex<String>>,
+    /// Header lines added to every answer (`name: value\r\n` each).
+    head: Arc<Mutex<String>>,
 }
 
 impl Receiver {
@@ -570,15 +572,16 @@ impl Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let got = Arc::new(Mutex::new(Vec::new()));
-        let g = Arc::clone(&got);
+        let head = Arc::new(Mutex::new(String::new()));
+        let (g, hd) = (Arc::clone(&got), Arc::clone(&head));
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (g, h) = (Arc::clone(&g), Arc::clone(&handler));
+                let (g, h, hd) = (Arc::clone(&g), Arc::clone(&handler), Arc::clone(&hd));
                 tokio::spawn(async move {
-                    let _ = take(stream, &g, &h).await;
+                    let _ = take(stream, &g, &h, &hd).await;
                 });
             }
         });
@@ -587,6 +590,7 @@ impl Receiver {
             got,
             status,
             body,
+            head,
         }
     }
 
@@ -596,6 +600,14 @@ impl Receiver {
 
     pub fn answer_body(&self, body: &str) {
         *self.body.lock().unwrap() = body.to_string();
+    }
+
+    /// Adds `name: value` to every answer from now on.
+    pub fn answer_header(&self, name: &str, value: &str) {
+        self.head
+            .lock()
+            .unwrap()
+            .push_str(&format!("{name}: {value}\r\n"));
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -619,7 +631,12 @@ impl Receiver {
     }
 }
 
-async fn take(mut stream: TcpStream, got: &Mutex<Vec<Received>>, handler: &Handler) -> Option<()> {
+async fn take(
+    mut stream: TcpStream,
+    got: &Mutex<Vec<Received>>,
+    handler: &Handler,
+    extra_head: &Mutex<String>,
+) -> Option<()> {
     let mut data = Vec::new();
     let mut buf = [0u8; 4096];
     let head_end = loop {
@@ -661,8 +678,9 @@ async fn take(mut stream: TcpStream, got: &Mutex<Vec<Received>>, handler: &Handl
     };
     let (status, body) = handler(&received);
     got.lock().unwrap().push(received);
+    let extra = extra_head.lock().unwrap().clone();
     let text = format!(
-        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(text.as_bytes()).await.ok()

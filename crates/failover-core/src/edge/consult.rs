@@ -161,6 +161,7 @@ pub fn max_age_s(ttl: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::splitmix::SplitMix64;
     use std::collections::BTreeMap;
 
     const INTERVAL: Duration = Duration::from_secs(15);
@@ -215,18 +216,6 @@ mod tests {
         assert_ne!(snapshot_key("ab"), claim_key("ab"));
     }
 
-    /// splitmix64, so the simulation repeats.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-    }
-
     /// One isolate's place in the protocol.
     #[derive(Clone, Copy)]
     enum Step {
@@ -248,8 +237,8 @@ mod tests {
     fn simulate(isolates: usize, op_ms: u64, ask_ms: u64, seed: u64) -> Vec<u32> {
         let interval = INTERVAL;
         let every = millis(snapshot_read_every(interval));
-        let mut rng = Rng(seed);
-        let mut next_read: Vec<u64> = (0..isolates).map(|_| rng.next() % every).collect();
+        let mut rng = SplitMix64(seed);
+        let mut next_read: Vec<u64> = (0..isolates).map(|_| rng.next_u64() % every).collect();
         let mut steps = vec![Step::Idle; isolates];
         // Every put, with when it lands; a read started at `r` sees the
         // last one landed by then.
@@ -271,7 +260,7 @@ mod tests {
                     Step::Idle if now >= next_read[i] => {
                         // The first request after the read falls due
                         // starts it: under load, within some 100 ms.
-                        next_read[i] = now + every + rng.next() % 100;
+                        next_read[i] = now + every + rng.next_u64() % 100;
                         if seen(&copies, now).is_none_or(|as_of| is_stale(as_of, now, interval)) {
                             steps[i] = Step::ReadClaim { at: now + op_ms };
                         }
@@ -279,7 +268,7 @@ mod tests {
                     Step::ReadClaim { at } if now >= at => {
                         steps[i] = if may_claim(seen(&claims, now - op_ms), now, interval) {
                             let mine = Claim {
-                                nonce: rng.next(),
+                                nonce: rng.next_u64(),
                                 taken_ms: now,
                             };
                             claims.push((mine, now + op_ms));

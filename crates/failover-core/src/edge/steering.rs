@@ -229,6 +229,7 @@ fn order_by_weight(order: &mut [usize], origins: &[Candidate<'_>], random: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::splitmix::SplitMix64;
 
     const NAMES: [&str; 4] = ["primary", "replica", "backup", "spare"];
 
@@ -243,19 +244,6 @@ mod tests {
                 healthy,
             })
             .collect()
-    }
-
-    /// splitmix64 as a uniform [0, 1) stream, so the tests are repeatable.
-    struct Uniform(u64);
-    impl Uniform {
-        fn next(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            (z >> 11) as f64 / (1u64 << 53) as f64
-        }
     }
 
     /// |observed − n·p| within 5 binomial standard deviations.
@@ -409,9 +397,9 @@ mod tests {
         let mut first = [0usize; 4];
         let mut second_after_3 = [0usize; 4];
         let mut after_3 = 0;
-        let mut rng = Uniform(7);
+        let mut rng = SplitMix64(7);
         for _ in 0..n {
-            let order = attempt_order(Policy::Weighted, &origins, None, rng.next());
+            let order = attempt_order(Policy::Weighted, &origins, None, rng.next_f64());
             first[order[0]] += 1;
             if order[0] == 3 {
                 after_3 += 1;

@@ -26,6 +26,7 @@ use crate::edge::health::{HealthMap, Transition};
 use crate::edge::shared::{decode_map, encode_map, SharedVerdict, Source};
 use crate::notify::flap::FlapGuard;
 use crate::notify::history::History;
+use crate::notify::retry::Answer;
 use crate::notify::{Event, Kind, Source as NotifySource};
 
 pub mod outbox;
@@ -266,17 +267,17 @@ impl Checker {
         self.outbox.take_due(now_ms, lease)
     }
 
-    /// The answer to a try of delivery `key` (`status`: None when there was
-    /// none); None for a key no longer queued.
-    pub fn settle(&mut self, key: &str, status: Option<u16>, now_ms: u64) -> Option<Settled> {
-        let (settled, changed) = self.outbox.settle(key, status, now_ms)?;
+    /// The answer to a try of delivery `key`; None for a key no longer
+    /// queued.
+    pub fn settle(&mut self, key: &str, answer: Answer, now_ms: u64) -> Option<Settled> {
+        let (settled, changed) = self.outbox.settle(key, answer, now_ms)?;
         match settled {
             Settled::Retry { .. } => {
                 for row in changed {
                     self.writes.put(row.key.clone(), row.to_json().to_string());
                 }
             }
-            Settled::Delivered | Settled::Refused | Settled::GaveUp => {
+            Settled::Delivered | Settled::Refused(_) | Settled::GaveUp => {
                 self.writes.delete(key.to_owned());
             }
         }

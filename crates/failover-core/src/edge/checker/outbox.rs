@@ -1,7 +1,9 @@
 //! The outbox: one delivery per event and receiver, kept until the
-//! receiver takes it (2xx), refuses it for good (a 4xx other than 408, 425,
-//! 429) or a day has passed (`retry::GIVE_UP_AFTER`), and tried again in
-//! between with backoff ([`RETRY_BASE`] doubling up to [`RETRY_CAP`]). At
+//! receiver takes it (2xx), refuses it for good (a 3xx, never followed, or
+//! a 4xx other than 408, 425, 429: `retry::outcome`) or a day has passed
+//! (`retry::GIVE_UP_AFTER`), and tried again in between with backoff
+//! ([`RETRY_BASE`] doubling up to [`RETRY_CAP`], longer if a throttling
+//! receiver's `Retry-After` asks). At
 //! least once: a receiver drops duplicates by the event's `id`. A receiver
 //! that fails holds back its other deliveries until its retry, so a dead
 //! receiver costs one attempt per backoff step, not one per event, and a
@@ -15,7 +17,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::edge::time::after;
-use crate::notify::retry::{next_try_ms, outcome, Outcome};
+use crate::notify::retry::{next_try_ms, outcome, Answer, Outcome, Refusal};
 use crate::notify::Event;
 
 /// The first pause after a failed delivery.
@@ -82,8 +84,9 @@ pub enum Settled {
         /// When.
         at_ms: u64,
     },
-    /// The receiver refused it for good (wrong URL, bad auth); dropped.
-    Refused,
+    /// The receiver refused it for good (a redirect, a wrong URL, bad
+    /// auth); dropped.
+    Refused(Refusal),
     /// Undelivered for a day; dropped.
     GaveUp,
 }
@@ -172,25 +175,25 @@ impl Outbox {
         self.out.retain(|(k, _)| k != key);
     }
 
-    /// Records the answer to a try of `key` (`status`: None when there was
-    /// none). Returns what became of it and every row whose stored form
+    /// Records the answer to a try of `key`. Returns what became of it and every row whose stored form
     /// changed (a retry's own, and the receiver's others it holds back), or
     /// None for a key the outbox no longer holds.
     pub fn settle(
         &mut self,
         key: &str,
-        status: Option<u16>,
+        answer: Answer,
         now_ms: u64,
     ) -> Option<(Settled, Vec<Delivery>)> {
         self.out.retain(|(k, _)| k != key);
         let at = self.rows.iter().position(|d| d.key == key)?;
-        let settled = match outcome(status) {
+        let settled = match outcome(answer.status) {
             Outcome::Delivered => Settled::Delivered,
-            Outcome::Refused => Settled::Refused,
+            Outcome::Refused(why) => Settled::Refused(why),
             Outcome::Retry => {
                 let row = &self.rows[at];
                 let failures = row.failures.saturating_add(1);
-                match next_try_ms(row.queued_ms, failures, now_ms, RETRY_BASE, RETRY_CAP) {
+                let (base, cap, asked) = (RETRY_BASE, RETRY_CAP, answer.wait);
+                match next_try_ms(row.queued_ms, failures, now_ms, base, cap, asked) {
                     Some(at_ms) => Settled::Retry { at_ms },
                     None => Settled::GaveUp,
                 }
@@ -275,8 +278,8 @@ mod tests {
         let mut out = Outbox::default();
         out.enqueue(1, &down("e-1", "primary", 0), &hooks(), 0);
         assert_eq!(out.take_due(0, LEASE).len(), 2);
-        out.settle(&key(1, "SLACK_URL"), Some(500), 10);
-        out.settle(&key(1, "HOOK_URL"), Some(200), 10);
+        out.settle(&key(1, "SLACK_URL"), Some(500).into(), 10);
+        out.settle(&key(1, "HOOK_URL"), Some(200).into(), 10);
         out.enqueue(2, &down("e-2", "replica", 0), &hooks(), 20);
         let due: Vec<String> = out.take_due(20, LEASE).into_iter().map(|d| d.key).collect();
         assert_eq!(
@@ -284,7 +287,7 @@ mod tests {
             [key(2, "HOOK_URL")],
             "SLACK waits for its retry of e-1"
         );
-        out.settle(&key(2, "HOOK_URL"), Some(200), 30);
+        out.settle(&key(2, "HOOK_URL"), Some(200).into(), 30);
         let due: Vec<String> = out
             .take_due(2_010, LEASE)
             .into_iter()
@@ -293,7 +296,7 @@ mod tests {
         assert_eq!(due, [key(1, "SLACK_URL"), key(2, "SLACK_URL")]);
         // The first fails again: the second, handed out but not tried, is
         // given back and waits behind it.
-        out.settle(&key(1, "SLACK_URL"), Some(500), 2_020);
+        out.settle(&key(1, "SLACK_URL"), Some(500).into(), 2_020);
         out.release(&key(2, "SLACK_URL"));
         assert!(out.take_due(2_030, LEASE).is_empty());
         assert_eq!(out.next_due_ms(), Some(6_020));
@@ -309,7 +312,7 @@ mod tests {
             out.take_due(10, LEASE).is_empty(),
             "in order, one at a time"
         );
-        out.settle(&key(1, "SLACK_URL"), Some(200), 20);
+        out.settle(&key(1, "SLACK_URL"), Some(200).into(), 20);
         assert_eq!(out.take_due(20, LEASE)[0].event.id, "e-2");
     }
 
@@ -345,7 +348,7 @@ mod tests {
         out.enqueue(1, &down("e-1", "primary", 0), &hooks(), 0);
         out.enqueue(2, &down("e-2", "replica", 0), &hooks(), 0);
         let first = key(1, "SLACK_URL");
-        let (settled, changed) = out.settle(&first, Some(500), 10).unwrap();
+        let (settled, changed) = out.settle(&first, Some(500).into(), 10).unwrap();
         assert_eq!(settled, Settled::Retry { at_ms: 2_010 });
         assert_eq!(changed.len(), 2, "its own row and the receiver's next");
         assert!(changed.iter().all(|d| d.next_ms == 2_010));
@@ -353,18 +356,68 @@ mod tests {
         assert_eq!(due, [key(1, "HOOK_URL"), key(2, "HOOK_URL")]);
         let taken = key(1, "HOOK_URL");
         assert_eq!(
-            out.settle(&taken, Some(204), 11).unwrap().0,
+            out.settle(&taken, Some(204).into(), 11).unwrap().0,
             Settled::Delivered
         );
-        assert_eq!(out.settle(&taken, Some(204), 11), None, "gone");
+        assert_eq!(out.settle(&taken, Some(204).into(), 11), None, "gone");
         // Again and again: the pauses double.
-        let (settled, _) = out.settle(&first, None, 2_010).unwrap();
+        let (settled, _) = out.settle(&first, None.into(), 2_010).unwrap();
         assert_eq!(settled, Settled::Retry { at_ms: 6_010 });
         assert_eq!(
-            out.settle(&first, Some(404), 6_010).unwrap().0,
-            Settled::Refused
+            out.settle(&first, Some(404).into(), 6_010).unwrap().0,
+            Settled::Refused(Refusal::NotFound)
         );
         assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn a_redirect_is_dropped_after_one_try_and_the_receivers_next_goes_on() {
+        let mut out = Outbox::default();
+        out.enqueue(1, &down("e-1", "primary", 0), &hooks()[..1], 0);
+        out.enqueue(2, &down("e-2", "replica", 0), &hooks()[..1], 0);
+        let due = out.take_due(0, LEASE);
+        let (settled, changed) = out.settle(&due[0].key, Some(302).into(), 10).unwrap();
+        assert_eq!(settled, Settled::Refused(Refusal::Redirect));
+        assert!(changed.is_empty(), "nothing held back behind it");
+        assert_eq!(out.len(), 1, "dropped, not retried");
+        out.release(&due[1].key);
+        let next: Vec<String> = out
+            .take_due(10, LEASE)
+            .into_iter()
+            .map(|d| d.event.id)
+            .collect();
+        assert_eq!(
+            next,
+            ["e-2"],
+            "the next event is still tried (and refused in turn)"
+        );
+    }
+
+    #[test]
+    fn a_throttled_receiver_is_left_alone_as_long_as_it_asks_with_its_others() {
+        let mut out = Outbox::default();
+        out.enqueue(1, &down("e-1", "primary", 0), &hooks(), 0);
+        out.enqueue(2, &down("e-2", "replica", 0), &hooks(), 0);
+        let first = key(1, "SLACK_URL");
+        let throttled = Answer::new(Some(429), Some("120"));
+        let (settled, changed) = out.settle(&first, throttled, 10).unwrap();
+        assert_eq!(settled, Settled::Retry { at_ms: 120_010 });
+        assert!(changed.iter().all(|d| d.next_ms == 120_010), "{changed:?}");
+        let due: Vec<String> = out
+            .take_due(60_000, LEASE)
+            .into_iter()
+            .map(|d| d.key)
+            .collect();
+        assert_eq!(
+            due,
+            [key(1, "HOOK_URL"), key(2, "HOOK_URL")],
+            "the other receiver goes on"
+        );
+        for k in due {
+            out.settle(&k, Some(204).into(), 60_000);
+        }
+        assert!(out.take_due(120_009, LEASE).is_empty());
+        assert_eq!(out.take_due(120_010, LEASE).len(), 2, "both, in order");
     }
 
     #[test]
@@ -373,7 +426,10 @@ mod tests {
         out.enqueue(1, &down("e-1", "primary", 0), &hooks()[..1], 0);
         let day = 24 * 3600 * 1000;
         let k = key(1, "SLACK_URL");
-        assert_eq!(out.settle(&k, Some(503), day).unwrap().0, Settled::GaveUp);
+        assert_eq!(
+            out.settle(&k, Some(503).into(), day).unwrap().0,
+            Settled::GaveUp
+        );
         assert!(out.is_empty());
     }
 

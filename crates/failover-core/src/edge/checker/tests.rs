@@ -75,7 +75,7 @@ fn wake(
     c.probes_done(now);
     let mut delivered = Vec::new();
     for d in c.take_deliveries(now, Duration::from_secs(10)) {
-        if c.settle(&d.key, status, now) == Some(Settled::Delivered) {
+        if c.settle(&d.key, status.into(), now) == Some(Settled::Delivered) {
             delivered.push(d);
         }
     }

@@ -7,12 +7,13 @@
 use serde_json::{json, Value};
 
 use crate::edge::attempts::AfterFailure;
+use crate::edge::checker::outbox::Settled;
 use crate::edge::classify::Failure;
 use crate::edge::config::WorkerConfig;
 use crate::edge::health::{HealthMap, Transition};
 use crate::edge::overrides::{Override, Overrides};
 use crate::edge::shared::SharedVerdict;
-use crate::notify::Event;
+use crate::notify::{Event, Webhook};
 
 // The page and the text are views of `status_document`, so they sit under
 // this module, with the choice between them. Leaves first: the times, the
@@ -249,18 +250,36 @@ pub fn add_events<'a>(
 }
 
 /// `{"event":"notify",...}`: what became of one try to deliver an event
-/// to a receiver, named by its secret's var (never the URL).
-pub fn delivery(webhook: &str, event: &Event, status: Option<u16>, result: &str) -> String {
-    json!({
+/// to a receiver (`settled`: None when the outbox no longer held it),
+/// named by its secret's var and its format (never the URL). A delivery
+/// dropped for good says why, once: it is its last line.
+pub fn delivery(
+    webhook: &Webhook,
+    event: &Event,
+    status: Option<u16>,
+    settled: Option<Settled>,
+) -> String {
+    let result = match settled {
+        Some(Settled::Delivered) => "delivered",
+        Some(Settled::Retry { .. }) => "retry",
+        Some(Settled::Refused(_)) => "refused",
+        Some(Settled::GaveUp) => "given up",
+        None => "gone",
+    };
+    let mut line = json!({
         "event": "notify",
-        "webhook": webhook,
+        "webhook": webhook.name,
+        "format": webhook.format.as_str(),
         "id": event.id,
         "type": event.kind.as_str(),
         "origin": event.origin,
         "status": status,
         "result": result,
-    })
-    .to_string()
+    });
+    if let Some(Settled::Refused(why)) = settled {
+        line["why"] = json!(why.advice());
+    }
+    line.to_string()
 }
 
 /// A ramp share as the status shows it: whole percent, None at 100 %.
@@ -344,6 +363,39 @@ mod tests {
     use super::*;
     use crate::edge::shared::Source;
     use crate::streak::Verdict;
+
+    /// A refused delivery's one line says why, by the receiver's var and
+    /// format; no line ever shows the URL or the secret.
+    #[test]
+    fn a_delivery_line_names_the_receiver_and_says_why_it_was_dropped() {
+        use crate::notify::retry::Refusal;
+        use crate::notify::Format;
+        let hook = Webhook {
+            format: Format::Slack,
+            url: "https://hooks.example/T0/Tok3nPath".into(),
+            secret: Some("Tok3nKey".into()),
+            name: "SLACK_URL".into(),
+        };
+        let event = crate::notify::event::tests::down("e-1", "primary", 0);
+        let line = |settled| -> Value {
+            let text = delivery(&hook, &event, Some(302), settled);
+            assert!(!text.contains("Tok3n"), "{text}");
+            serde_json::from_str(&text).unwrap()
+        };
+        let refused = line(Some(Settled::Refused(Refusal::Redirect)));
+        assert_eq!(
+            (&refused["webhook"], &refused["format"], &refused["result"]),
+            (&json!("SLACK_URL"), &json!("slack"), &json!("refused"))
+        );
+        assert!(
+            refused["why"].as_str().unwrap().contains("redirect"),
+            "{refused}"
+        );
+        let retry = line(Some(Settled::Retry { at_ms: 5 }));
+        assert_eq!(retry["result"], "retry");
+        assert!(retry.get("why").is_none(), "{retry}");
+        assert_eq!(line(None)["result"], "gone");
+    }
 
     fn config() -> WorkerConfig {
         WorkerConfig::from_vars(|k| {
