@@ -34,7 +34,8 @@ build_module() {
   # The features rustc's wasm32 target emits, plus exception handling for
   # wasm-bindgen's abort handler. Stripping the names section saves ~23 KB
   # gzip; a panic (there should be none) then shows wasm-function[N] names.
-  "$WASM_OPT_BIN" "$dir/${name}_bg.wasm" -O --strip-debug --strip-producers -o "$OUT/${name}_bg.wasm" "${WASM_FEATURES[@]}"
+  node "$ROOT/scripts/strip-exports.mjs" "$dir/${name}_bg.wasm" "$dir/${name}_bg.stripped.wasm"
+  "$WASM_OPT_BIN" "$dir/${name}_bg.stripped.wasm" -O --strip-debug --strip-producers -o "$OUT/${name}_bg.wasm" "${WASM_FEATURES[@]}"
 }
 
 rm -rf "$STAGE"

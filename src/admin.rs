@@ -11,19 +11,18 @@
 
 use std::rc::Rc;
 
-use failover_core::edge::consult;
 use failover_core::edge::overrides::api::{access, decide, error_json, AdminPath, Answer};
 use failover_core::edge::overrides::request::{origin_index, parse_change, MAX_BODY_BYTES};
 use failover_core::edge::overrides::wire::SNAPSHOT_HEADER;
-use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
-use worker::{web_sys, Context, Env, Request};
+use worker::{web_sys, Context, Env};
 
 use crate::isolate::Isolate;
 use crate::respond::plain;
-use crate::{consult as location, js_bridge};
+use crate::{checker_call, consult as location, js_bridge};
 
-const CHECKER_BASE: &str = "https://health-checker.internal/overrides";
+/// The checker's path for overrides (src/operator/overrides.rs).
+const OVERRIDES_PATH: &str = "/overrides";
 
 /// The answer to a request under `{STATUS_PATH}/` (`subpath`: what follows
 /// it, no query).
@@ -66,15 +65,12 @@ pub async fn answer(
 
 /// Every origin's override, as the checker has them.
 async fn list(env: &Env) -> web_sys::Response {
-    let Some(stub) = checker(env) else {
+    if !checker_call::configured(env) {
         return no_checker();
-    };
-    match stub.fetch_with_str(CHECKER_BASE).await {
-        Ok(mut res) if res.status_code() == 200 => match res.text().await {
-            Ok(body) => json(200, &body),
-            Err(_) => unreachable_checker(),
-        },
-        _ => unreachable_checker(),
+    }
+    match checker_call::get_text(env, OVERRIDES_PATH).await {
+        Ok(body) => json(200, &body),
+        Err(_) => unreachable_checker(),
     }
 }
 
@@ -86,9 +82,9 @@ async fn set(
     env: &Env,
     ctx: &Context,
 ) -> web_sys::Response {
-    let Some(stub) = checker(env) else {
+    if !checker_call::configured(env) {
         return no_checker();
-    };
+    }
     if let Err(bad) = origin_index(&isolate.config, name) {
         return json(400, &error_json(bad.field, &bad.problem).to_string());
     }
@@ -99,40 +95,20 @@ async fn set(
     if let Err(bad) = parse_change(&body) {
         return json(400, &error_json(bad.field, &bad.problem).to_string());
     }
-    // Built with web_sys: worker's RequestInit serializes its `cf`
-    // properties with serde, some 20 KB of Wasm for a body and a method.
-    let init = web_sys::RequestInit::new();
-    init.set_method("POST");
-    init.set_body(&JsValue::from_str(&body));
-    let url = format!("{CHECKER_BASE}/{name}");
-    let Ok(forwarded) = web_sys::Request::new_with_str_and_init(&url, &init) else {
+    let path = format!("{OVERRIDES_PATH}/{name}");
+    let Ok(answer) =
+        checker_call::call(env, &path, "POST", Some(&body), Some(SNAPSHOT_HEADER)).await
+    else {
         return unreachable_checker();
     };
-    let Ok(mut res) = stub.fetch_with_request(Request::from(forwarded)).await else {
-        return unreachable_checker();
-    };
-    let status = res.status_code();
-    let snapshot = res.headers().get(SNAPSHOT_HEADER).ok().flatten();
-    let Ok(text) = res.text().await else {
-        return unreachable_checker();
-    };
-    if let Some(snapshot) = snapshot.filter(|_| status == 200) {
+    if let Some(snapshot) = answer.header.filter(|_| answer.status == 200) {
         // This isolate routes by it now; the location's copy follows in the
         // background.
         location::adopt(isolate, &snapshot);
         let isolate = Rc::clone(isolate);
         ctx.wait_until(async move { location::share(&isolate, &snapshot).await });
     }
-    json(status, &text)
-}
-
-fn checker(env: &Env) -> Option<worker::Stub> {
-    let namespace = env.durable_object(consult::BINDING).ok()?;
-    namespace
-        .id_from_name(consult::OBJECT_NAME)
-        .ok()?
-        .get_stub()
-        .ok()
+    json(answer.status, &answer.text)
 }
 
 fn no_checker() -> web_sys::Response {

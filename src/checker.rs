@@ -11,32 +11,11 @@ use failover_core::edge::checker::parse_events;
 use failover_core::edge::events::site_of;
 use failover_core::edge::report;
 use failover_core::notify::Event;
-use worker::{web_sys, Context, Env, Stub};
+use worker::{Context, Env};
 
+use crate::checker_call::{call, configured, get_text};
 use crate::isolate::Isolate;
 use crate::{clock, log};
-
-/// The Durable Object binding's name in wrangler.toml.
-const BINDING: &str = failover_core::edge::consult::BINDING;
-
-/// Any URL reaches the one object; the path says what is asked.
-const CHECKER: &str = "https://health-checker.internal";
-
-/// Whether global health is on: the binding exists.
-pub fn configured(env: &Env) -> bool {
-    env.durable_object(BINDING).is_ok()
-}
-
-/// The checker's stub; None when the binding is absent (global health is
-/// off) or unusable.
-fn stub(env: &Env) -> Option<Stub> {
-    let namespace = env.durable_object(BINDING).ok()?;
-    namespace
-        .id_from_name(failover_core::edge::consult::OBJECT_NAME)
-        .ok()?
-        .get_stub()
-        .ok()
-}
 
 /// `?site=<host>` when the request URL names a usable one.
 fn site_query(url: &str) -> String {
@@ -50,27 +29,18 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
     if !isolate.take_global_read(now_ms) {
         return;
     }
-    let Some(stub) = stub(env) else {
+    if !configured(env) {
         return; // Not configured: global health is off.
-    };
+    }
     let isolate = Rc::clone(isolate);
-    let target = format!("{CHECKER}/verdicts?{}", site_query(url));
+    let env = env.clone();
+    let path = format!("/verdicts?{}", site_query(url));
     ctx.wait_until(async move {
-        let answer = async {
-            let mut res = stub.fetch_with_str(&target).await?;
-            if res.status_code() != 200 {
-                return Err(worker::Error::RustError(format!(
-                    "status {}",
-                    res.status_code()
-                )));
-            }
-            res.text().await
-        };
-        match answer.await {
+        match get_text(&env, &path).await {
             Ok(text) => {
                 crate::consult::adopt(&isolate, &text);
             }
-            Err(e) => log::line(&report::shared_error("global checker", &e.to_string())),
+            Err(e) => log::line(&report::shared_error("global checker", &e)),
         }
     });
 }
@@ -97,20 +67,15 @@ pub fn report(
     if !isolate.take_checker_report(origin, clock::now_ms()) {
         return None;
     }
-    let stub = stub(env)?;
+    if !configured(env) {
+        return None;
+    }
+    let env = env.clone();
     // Origin names are letters, digits and -_. (config): safe in a query.
-    let target = format!("{CHECKER}/suspect?origin={name}&{}", site_query(url));
+    let path = format!("/suspect?origin={name}&{}", site_query(url));
     Some(async move {
-        let sent = async {
-            // web_sys's request, not worker's builder, whose method and
-            // `cf` plumbing cost the Wasm several KB.
-            let init = web_sys::RequestInit::new();
-            init.set_method("POST");
-            let req = web_sys::Request::new_with_str_and_init(&target, &init)?;
-            stub.fetch_with_request(req.into()).await
-        };
-        if let Err(e) = sent.await {
-            log::line(&report::shared_error("global checker", &e.to_string()));
+        if let Err(e) = call(&env, &path, "POST", None, None).await {
+            log::line(&report::shared_error("global checker", &e));
         }
     })
 }
@@ -119,33 +84,24 @@ pub fn report(
 /// checker or when it cannot be asked (the page then shows the isolate's
 /// own).
 pub async fn recent_events(env: &Env) -> Option<Vec<Event>> {
-    let stub = stub(env)?;
-    let answer = async {
-        let mut res = stub.fetch_with_str(&format!("{CHECKER}/events")).await?;
-        if res.status_code() != 200 {
-            return Err(worker::Error::RustError(format!(
-                "status {}",
-                res.status_code()
-            )));
-        }
-        res.text().await
-    };
-    let text = match answer.await {
-        Ok(text) => text,
+    if !configured(env) {
+        return None;
+    }
+    match get_text(env, "/events").await {
+        Ok(text) => Some(parse_events(&text)),
         Err(e) => {
-            log::line(&report::shared_error("global checker", &e.to_string()));
-            return None;
+            log::line(&report::shared_error("global checker", &e));
+            None
         }
-    };
-    Some(parse_events(&text))
+    }
 }
 
 /// The Cron Trigger: make sure the checker's alarm is scheduled.
 pub async fn keep_alive(env: &Env) {
-    let Some(stub) = stub(env) else {
+    if !configured(env) {
         return;
-    };
-    if let Err(e) = stub.fetch_with_str(&format!("{CHECKER}/verdicts")).await {
-        log::line(&report::shared_error("global checker", &e.to_string()));
+    }
+    if let Err(e) = call(env, "/verdicts", "GET", None, None).await {
+        log::line(&report::shared_error("global checker", &e));
     }
 }

@@ -6,13 +6,15 @@ use failover_core::edge::config::{ConfigError, WorkerConfig, CHECKER_BINDING};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, Env};
 
+use crate::js_bridge;
+
 /// The config from `env`'s vars and secrets, and whether the global
 /// checker's binding exists (`NOTIFY` needs it). The isolates and the
 /// checker read it alike.
 pub fn read_config(env: &Env) -> Result<WorkerConfig, ConfigError> {
     WorkerConfig::from_vars(|name| {
         if name == CHECKER_BINDING {
-            return env.durable_object(name).ok().map(|_| "bound".to_string());
+            return js_bridge::checker_bound_js(env.as_ref(), name).then(|| "bound".to_string());
         }
         var_text(env, name)
     })

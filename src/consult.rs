@@ -17,12 +17,13 @@ use failover_core::edge::time::millis;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, Env};
 
+use crate::checker_call;
 use crate::isolate::Isolate;
 use crate::{clock, colo, js_bridge, log};
 
 /// The checker's own path for its answer (any other path but
 /// `/overrides...` answers the same, so an older Worker still reads it).
-const ANSWER_URL: &str = "https://health-checker.internal/verdicts";
+const ANSWER_PATH: &str = "/verdicts";
 
 /// How long the checker's verdicts are trusted: three missed alarms.
 pub fn max_age(isolate: &Isolate) -> Duration {
@@ -101,30 +102,16 @@ pub async fn claim_and_ask(env: &Env, isolate: &Rc<Isolate>, now_ms: u64) {
 /// Asks the checker for its answer and adopts it; the answer's text, None
 /// when the checker could not be asked (logged).
 pub async fn ask_and_adopt(env: &Env, isolate: &Isolate) -> Option<String> {
-    match ask(env).await {
+    match checker_call::get_text(env, ANSWER_PATH).await {
         Ok(text) => {
             adopt(isolate, &text)?;
             Some(text)
         }
         Err(e) => {
-            log::line(&report::shared_error("global checker", &e.to_string()));
+            log::line(&report::shared_error("global checker", &e));
             None
         }
     }
-}
-
-/// One request to the checker for its answer.
-pub async fn ask(env: &Env) -> worker::Result<String> {
-    let namespace = env.durable_object(consult::BINDING)?;
-    let stub = namespace.id_from_name(consult::OBJECT_NAME)?.get_stub()?;
-    let mut res = stub.fetch_with_str(ANSWER_URL).await?;
-    if res.status_code() != 200 {
-        return Err(worker::Error::RustError(format!(
-            "status {}",
-            res.status_code()
-        )));
-    }
-    res.text().await
 }
 
 /// Writes an answer the checker gave this isolate (a change it stored) to

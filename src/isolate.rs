@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use failover_core::edge::budget::ReplayBudget;
 use failover_core::edge::config::WorkerConfig;
-use failover_core::edge::consult;
 use failover_core::edge::health::{HealthMap, Transition};
 use failover_core::edge::isolate::{Lease, LeaseAfter};
 use failover_core::edge::overrides::{Overrides, Standing};
@@ -299,7 +298,7 @@ pub fn load(env: &Env) -> Loaded {
             let mut state = failover_core::edge::Isolate::new(&config);
             // The checker's id names the location's copy of its answer: one
             // per Worker, so no other Worker's overrides are ever read.
-            if let Some(id) = checker_id(env) {
+            if let Some(id) = crate::checker_call::id(env) {
                 state = state.with_checker(&config, &id);
             }
             Loaded::Ready(Rc::new(Isolate {
@@ -318,11 +317,4 @@ pub fn load(env: &Env) -> Loaded {
     };
     LOADED.with(|cell| *cell.borrow_mut() = Some(loaded.clone()));
     loaded
-}
-
-/// The global checker's Durable Object id, when the binding exists.
-fn checker_id(env: &Env) -> Option<String> {
-    let namespace = env.durable_object(consult::BINDING).ok()?;
-    let id = namespace.id_from_name(consult::OBJECT_NAME).ok()?;
-    Some(id.to_string())
 }

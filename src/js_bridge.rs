@@ -1,7 +1,8 @@
 //! Every JS function the Rust shell imports, in one leaf module: the lease
 //! (src/js/lease.mjs), silence (src/js/silence.mjs), the attempt
 //! (src/js/attempt.mjs), the colo read and a timer (src/js/colo.mjs), the
-//! admin API's bounded body read (src/js/admin.mjs), the checker's
+//! admin API's bounded body read (src/js/admin.mjs), the global checker's
+//! object as the request path reaches it (src/js/checker.mjs), the checker's
 //! deliveries (src/js/notify.mjs), the fallback page
 //! (src/js/fallback.mjs) and the operator module's renderers
 //! (src/js/operator.mjs). Nothing here depends on the rest of the shell.
@@ -90,6 +91,28 @@ extern "C" {
         body: &str,
         headers: &web_sys::Headers,
         timeout_ms: u32,
+    ) -> js_sys::Promise;
+}
+
+#[wasm_bindgen(module = "/src/js/checker.mjs")]
+extern "C" {
+    /// Whether `env` has the Durable Object namespace `binding`.
+    pub fn checker_bound_js(env: &JsValue, binding: &str) -> bool;
+    /// The id of `binding`'s object named `object`, as text; None without
+    /// the binding.
+    pub fn checker_id_js(env: &JsValue, binding: &str, object: &str) -> Option<String>;
+    /// One request to that object: resolves to `[status, text, header]`
+    /// (`header`'s value in the answer, or null), or to why there is no
+    /// answer (a string); never rejects.
+    #[allow(clippy::too_many_arguments)]
+    pub fn checker_fetch_js(
+        env: &JsValue,
+        binding: &str,
+        object: &str,
+        url: &str,
+        method: &str,
+        body: Option<&str>,
+        header: Option<&str>,
     ) -> js_sys::Promise;
 }
 

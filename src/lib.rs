@@ -32,7 +32,8 @@
 //! - [`consult`]: the global checker's answer (verdicts and overrides)
 //!   through the location's cache, asked for by one isolate per location
 //!   and interval; [`checker`]: the isolate's side of the checker (asking,
-//!   reporting a failure, its events, the cron's poke).
+//!   reporting a failure, its events, the cron's poke), each request
+//!   through [`checker_call`].
 //! - [`periodic`]: the above when due, beside a request, never
 //!   before it while some origin is up.
 //! - [`admin`]: the admin API under the status path (overrides at runtime).
@@ -86,6 +87,8 @@ mod admin;
 mod body;
 #[cfg(not(feature = "operator"))]
 mod checker;
+#[cfg(not(feature = "operator"))]
+mod checker_call;
 #[cfg(not(feature = "operator"))]
 mod colo;
 #[cfg(not(feature = "operator"))]

@@ -13,7 +13,7 @@ use worker::{web_sys, Env};
 
 use crate::isolate::Isolate;
 use crate::respond::plain;
-use crate::{checker, js_bridge};
+use crate::{checker, checker_call, js_bridge};
 
 const BUILD: BuildInfo<'static> = BuildInfo {
     version: env!("CARGO_PKG_VERSION"),
@@ -70,7 +70,7 @@ pub async fn answer(req: &web_sys::Request, isolate: &Isolate, env: &Env) -> web
         crate::clock::now_ms(),
     );
     report::add_replay_buffer(&mut doc, &isolate.budget());
-    report::add_global_health(&mut doc, checker::configured(env));
+    report::add_global_health(&mut doc, checker_call::configured(env));
     report::add_overrides(
         &mut doc,
         &isolate.config,

@@ -398,8 +398,13 @@ pub fn events_text<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
 /// Reads [`events_text`]; rows that do not parse are skipped, anything
 /// else is no events.
 pub fn parse_events(text: &str) -> Vec<Event> {
-    let rows: Vec<serde_json::Value> = serde_json::from_str(text).unwrap_or_default();
-    rows.iter().filter_map(Event::from_json).collect()
+    // Read as a `Value`, not as a `Vec`: a typed read links serde's
+    // "invalid type" messages, and with them `f64`'s formatting (14 KB of
+    // the request path's Wasm, which reads these for the status page).
+    let rows = serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+    rows.as_array()
+        .map(|rows| rows.iter().filter_map(Event::from_json).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::access::{parse_access, AccessToken};
-use super::error::{error, ConfigError};
+use super::error::{error, ConfigError, Shown};
 use super::urls::parse_base_url;
 use crate::edge::expect::HealthExpect;
 
@@ -147,7 +147,7 @@ fn parse_origin(
                 format!("ORIGINS[{index}].health_expect"),
                 "is not a list of statuses; expected comma-separated codes (200), classes (2xx) or ranges (200-399) within 100-599",
             )
-            .with_value(format_args!("{text:?}: {}", why.0))
+            .with_value(format_args!("{}: {}", text.shown(), why.0))
         })?,
         Some(other) => {
             return Err(error(

@@ -1,0 +1,43 @@
+// The global checker's Durable Object as the request path reaches it
+// (src/checker.rs): its binding, its one object's id, and one request to
+// it. Rust names the binding and the object (failover_core::edge::consult
+// BINDING and OBJECT_NAME); nothing here decides anything. In JS because
+// workers-rs's namespace, stub, request and response wrappers, and the
+// error type they share, cost the request path's Wasm some 9 KB gzipped
+// for three calls.
+
+// The binding's namespace, or null when `env` has none by that name (the
+// global checker is off) or it is not a Durable Object namespace.
+function namespace(env, binding) {
+  const ns = env[binding];
+  return ns && typeof ns.idFromName === "function" ? ns : null;
+}
+
+export function checker_bound_js(env, binding) {
+  return namespace(env, binding) !== null;
+}
+
+// The object's id as text, or null without the binding.
+export function checker_id_js(env, binding, object) {
+  const ns = namespace(env, binding);
+  return ns === null ? null : ns.idFromName(object).toString();
+}
+
+// One request to the object: `method` to `url` with `body` (a string, or
+// null). Resolves to [status, text, the `header` of the answer or null],
+// or to a string that says why there is no answer (no binding, or the
+// error's message); never rejects.
+export function checker_fetch_js(env, binding, object, url, method, body, header) {
+  const ns = namespace(env, binding);
+  if (ns === null) return Promise.resolve(`no ${binding} binding`);
+  let stub;
+  try {
+    stub = ns.get(ns.idFromName(object));
+  } catch (e) {
+    return Promise.resolve(String(e?.message ?? e));
+  }
+  return stub
+    .fetch(url, body === null ? { method } : { method, body })
+    .then((res) => res.text().then((text) => [res.status, text, header === null ? null : res.headers.get(header)]))
+    .catch((e) => String(e?.message ?? e));
+}
