@@ -32,12 +32,14 @@
 # Expects the toolchain on PATH (node, workerd) and a fresh build/, which is
 # what `make bench-cost` provides. Knobs (environment), defaults in
 # brackets: BENCH_COST_ROWS (all; a space-separated list of row ids, see
-# `node bench/cost-config.mjs list`), BENCH_COST_PROCESSES (3 per row; 1
-# is the quick look of before, a third of the time), BENCH_COST_GET_WARM
+# `node bench/cost-config.mjs list`), BENCH_COST_PROCESSES (3 per row; 1,
+# what `make bench` counts with unless told otherwise, takes about a
+# third of the time and cannot resolve a few percent), BENCH_COST_GET_WARM
 # (1200 requests), BENCH_COST_GETS (400 per window), BENCH_COST_POST_WARM
 # (600), BENCH_COST_POSTS (150 per window), BENCH_COST_SPARSE_WARM (10),
-# BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (2 per process),
-# BENCH_COST_SPARSE_WINDOWS (3 per process), BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
+# BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (2 per process; 3
+# with one process), BENCH_COST_SPARSE_WINDOWS (3 per process; 5 with one),
+# BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
 # BENCH_COST_REGIMES (get post sparse; a subset counts only those, for
 # A/B-ing one cell without the whole table's 15 minutes), BENCH_ANCHOR_DIR,
 # BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch directory:
@@ -72,13 +74,19 @@ SPARSE=${BENCH_COST_SPARSE:-8}
 # one or none and windows split into two levels 15-25% apart. Sparse:
 # short windows; now and then one of them carries ~9 M instructions more
 # than the rest. The windows show where the total came from
-# (cost-report.mjs). Two and three per process (three and five when each
-# row had one process): the windows of one process agree with each other
-# far better than processes do, so the time goes to processes.
-WINDOWS=${BENCH_COST_WINDOWS:-2}
-SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-3}
+# (cost-report.mjs). Two and three per process when a row has several
+# processes (the windows of one process agree with each other far better
+# than processes do, so the time goes to processes); three and five when
+# it has one, as before there were several.
 # Processes per row; the row's figure is their median (see the header).
 PROCESSES=${BENCH_COST_PROCESSES:-3}
+if [ "$PROCESSES" = 1 ]; then
+  WINDOWS=${BENCH_COST_WINDOWS:-3}
+  SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-5}
+else
+  WINDOWS=${BENCH_COST_WINDOWS:-2}
+  SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-3}
+fi
 CONNS=${BENCH_COST_CONNECTIONS:-4}
 SPARSE_MS=${BENCH_COST_SPARSE_MS:-400}
 read -r -a REGIMES <<<"${BENCH_COST_REGIMES:-get post sparse}"
