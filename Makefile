@@ -67,12 +67,12 @@ demo: build
 clean:
 	rm -rf build target/bench dist
 
-## bench: the Worker vs the JavaScript anchor in one workerd, same origin, then bench-cost (see bench/; BENCH_COST=0 skips the count)
+## bench: the Worker vs the JavaScript anchor in one workerd, same origin, then bench-cost's count in one process per row (see bench/; BENCH_COST=0 skips the count, BENCH_COST_PROCESSES=3 counts as bench-cost does)
 bench: build
 	@$(TOOLCHAIN) && bash bench/run.sh
-	@if [ "$${BENCH_COST:-1}" != 0 ]; then $(TOOLCHAIN) && bash bench/cost.sh; fi
+	@if [ "$${BENCH_COST:-1}" != 0 ]; then $(TOOLCHAIN) && BENCH_COST_PROCESSES=$${BENCH_COST_PROCESSES:-1} bash bench/cost.sh; fi
 
-## bench-cost: instructions per request under callgrind, each Worker in its own workerd, three regimes; one table (bench/cost.sh)
+## bench-cost: instructions per request under callgrind, each Worker in its own workerd (three processes per Worker, the median), three regimes; one table (bench/cost.sh)
 bench-cost: build
 	@$(TOOLCHAIN) && bash bench/cost.sh
 

@@ -1,20 +1,25 @@
 // The table and the JSON of `make bench-cost` (bench/cost.sh), from its
-// results (one JSON line per counted window, one per row):
+// results (one JSON line per counted window, one per row and process):
 //
 //   node bench/cost-report.mjs RESULTS.jsonl OUT_DIR --meta JSON
 //
-// A row's figure per regime is all its windows' instructions / all their
-// requests (issue #20's "total / N"): everything the requests triggered,
-// periodic work included. The median of the windows' own figures is in the
-// table's second part: where the two differ, one window carried something
-// big (a tier-up compile, or periodic work: in the colo-health rows one
-// back-to-back window in three came out ~1.5x), and a
-// window above 2x the median is named under the table. Neither is a
-// trimmed figure: dropping windows would drop periodic work, and V8's
-// young-generation GCs (every few hundred requests, so a window holds one
-// or none) put the medians of two runs on levels 10-25% apart. Ratios are to the
-// anchor's and floor 2's figure in the same regime and the same run.
-// Writes OUT_DIR/cost-<ts>.json and OUT_DIR/cost-latest.json.
+// Each row is counted in a few workerd processes (BENCH_COST_PROCESSES, 3).
+// A process's figure per regime is all its windows' instructions / all
+// their requests (issue #20's "total / N"): everything the requests
+// triggered, periodic work included. A row's figure is the median of its
+// processes' figures: one process's count lands on one of two levels some
+// 3.5% apart (a JIT or GC state of the process: every window of a process
+// on its level), so the median of three says what most processes pay and
+// one that landed high or carried a rare big event (a late compile, a
+// window of 9 M instructions more) does not move it. The lowest and
+// highest process are in the table's second part; a window above 2x the
+// windows' median is named under the table. Within a process no window is
+// dropped: that would drop periodic work, and V8's young-generation GCs
+// (every few hundred requests, so a window holds one or none) put window
+// medians on levels 10-25% apart. Windows recorded without a process
+// (results from before processes) count as one process. Ratios are of the
+// medians: to the anchor's and floor 2's in the same regime and the same
+// run. Writes OUT_DIR/cost-<ts>.json and OUT_DIR/cost-latest.json.
 
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -42,19 +47,14 @@ const median = (xs) => {
 };
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
-function regimeOf(windows) {
-  if (windows.length === 0) return null;
-  const per = windows.map((w) => w.instructions / w.client.requests);
+const round1 = (x) => Math.round(x * 10) / 10;
+
+// One process's figure: all its windows' instructions / all their requests.
+function processOf(id, windows) {
   const requests = sum(windows.map((w) => w.client.requests));
-  const k = sum(windows.map((w) => w.instructions)) / requests / 1000;
   return {
-    k_per_request: Math.round(k * 10) / 10,
-    k_median: Math.round(median(per) / 100) / 10,
-    big_windows: per.filter((x) => x > BIG * median(per)).map((x) => Math.round(x / 1000)),
-    spread_pct: Math.round(((Math.max(...per) - Math.min(...per)) / median(per)) * 1000) / 10,
-    per_second: Math.round(median(windows.map((w) => w.client.per_second)) * 10) / 10,
-    // Cache API GETs (a colo read is one per origin) per client request.
-    cache_gets_per_request: Math.round((sum(windows.map((w) => w.cache.gets)) / requests) * 1000) / 1000,
+    process: id,
+    k_per_request: round1(sum(windows.map((w) => w.instructions)) / requests / 1000),
     windows: windows.map((w) => ({
       requests: w.client.requests,
       instructions: w.instructions,
@@ -66,9 +66,33 @@ function regimeOf(windows) {
   };
 }
 
+function regimeOf(windows) {
+  if (windows.length === 0) return null;
+  const ids = [...new Set(windows.map((w) => w.process ?? 1))].sort((a, b) => a - b);
+  const processes = ids.map((id) => processOf(id, windows.filter((w) => (w.process ?? 1) === id)));
+  const ks = processes.map((p) => p.k_per_request);
+  const per = windows.map((w) => w.instructions / w.client.requests);
+  const requests = sum(windows.map((w) => w.client.requests));
+  return {
+    // The row's figure: the median of its processes'.
+    k_per_request: round1(median(ks)),
+    k_low: Math.min(...ks),
+    k_high: Math.max(...ks),
+    // Every window of every process pooled, for comparison with runs of
+    // one process.
+    k_pooled: round1(sum(windows.map((w) => w.instructions)) / requests / 1000),
+    big_windows: per.filter((x) => x > BIG * median(per)).map((x) => Math.round(x / 1000)),
+    per_second: round1(median(windows.map((w) => w.client.per_second))),
+    // Cache API GETs (a colo read is one per origin) per client request.
+    cache_gets_per_request: Math.round((sum(windows.map((w) => w.cache.gets)) / requests) * 1000) / 1000,
+    processes,
+  };
+}
+
 const counted = new Set(lines.filter((l) => l.kind === "row").map((l) => l.row));
 const rows = ROWS.filter((r) => counted.has(r.id)).map((r) => {
-  const done = lines.find((l) => l.kind === "row" && l.row === r.id);
+  // One line per process of the row: failures and time summed.
+  const done = lines.filter((l) => l.kind === "row" && l.row === r.id);
   const regimes = Object.fromEntries(
     REGIMES.map((g) => [g.id, regimeOf(lines.filter((l) => l.kind === "window" && l.row === r.id && l.regime === g.id))]),
   );
@@ -77,9 +101,10 @@ const rows = ROWS.filter((r) => counted.has(r.id)).map((r) => {
     label: r.label,
     kind: r.kind,
     regimes,
-    attempt_failed: done.attempt_failed,
-    shared_health_error: done.shared_health_error,
-    seconds: done.seconds,
+    processes: done.length,
+    attempt_failed: sum(done.map((d) => d.attempt_failed)),
+    shared_health_error: sum(done.map((d) => d.shared_health_error)),
+    seconds: sum(done.map((d) => d.seconds)),
   };
 });
 
@@ -104,8 +129,14 @@ const labelWidth = Math.max(28, ...rows.map((r) => r.label.length)) + 2;
 const cell = 23;
 const out = [];
 out.push("");
-out.push("Instructions per request, counted under callgrind (k = thousand; each Worker alone in its own workerd;");
-out.push("all windows' instructions / all their requests; ratios to the JS anchor and to floor 2 in the same regime)");
+const processes = Math.max(0, ...rows.map((r) => r.processes));
+out.push("Instructions per request, counted under callgrind (k = thousand; each Worker alone in its own workerd,");
+out.push(
+  processes > 1
+    ? `in ${processes} processes; a cell is the median of the processes' figures, each all its windows' instructions / all`
+    : "in one process; a cell is all its windows' instructions / all",
+);
+out.push("their requests; ratios to the JS anchor and to floor 2 in the same regime)");
 out.push("");
 out.push("".padEnd(labelWidth) + REGIMES.map((g) => g.title.padStart(cell)).join(""));
 out.push("Worker".padEnd(labelWidth) + REGIMES.map(() => `${pad("k", 7)}${pad("/anchor", 8)}${pad("/floor2", 8)}`).join(""));
@@ -119,16 +150,17 @@ for (const row of rows) {
   );
 }
 out.push("");
-out.push("Rate under callgrind, Cache API GETs per request, and the median of the windows' own figures");
+out.push("Rate under callgrind, Cache API GETs per request, and the lowest and highest process's figure (k)");
 out.push("".padEnd(labelWidth) + REGIMES.map((g) => g.title.padStart(cell)).join(""));
-out.push("Worker".padEnd(labelWidth) + REGIMES.map(() => `${pad("req/s", 7)}${pad("cache", 8)}${pad("median", 8)}`).join(""));
+out.push("Worker".padEnd(labelWidth) + REGIMES.map(() => `${pad("req/s", 7)}${pad("cache", 6)}${pad("processes", 10)}`).join(""));
 for (const row of rows) {
   out.push(
     row.label.padEnd(labelWidth) +
       REGIMES.map((g) => {
         const r = row.regimes[g.id];
         if (!r) return pad("-", cell);
-        return `${pad(r.per_second, 7)}${pad(r.cache_gets_per_request.toFixed(2), 8)}${pad(fmtK(r.k_median), 8)}`;
+        const range = r.k_low === r.k_high ? fmtK(r.k_low) : `${fmtK(r.k_low)}-${fmtK(r.k_high)}`;
+        return `${pad(r.per_second.toFixed(1), 7)}${pad(r.cache_gets_per_request.toFixed(2), 6)}${pad(range, 10)}`;
       }).join(""),
   );
 }
@@ -155,13 +187,13 @@ out.push(
     "\nthe Worker's side of each cache call is counted.",
 );
 for (const l of lines.filter((l) => l.kind === "failed_window")) {
-  out.push(`NOTE ${l.row}, ${l.regime}: a window had ${l.client.failed} failed requests (first: ${l.client.first_failure}); it was counted again.`);
+  out.push(`NOTE ${l.row}${l.process ? `, process ${l.process}` : ""}, ${l.regime}: a window had ${l.client.failed} failed requests (first: ${l.client.first_failure}); it was counted again.`);
 }
 for (const row of rows) {
   for (const g of REGIMES) {
     const big = row.regimes[g.id]?.big_windows ?? [];
-    if (big.length > 0) out.push(`NOTE ${row.label}, ${g.title}: window(s) at ${big.map((k) => `${k.toLocaleString("en-US")} k`).join(", ")}, over 2x the median (a compile or periodic work; in the figure).`);
-    const failed = sum((row.regimes[g.id]?.windows ?? []).map((w) => w.failed));
+    if (big.length > 0) out.push(`NOTE ${row.label}, ${g.title}: window(s) at ${big.map((k) => `${k.toLocaleString("en-US")} k`).join(", ")}, over 2x the windows' median (a compile or periodic work; in its process's figure).`);
+    const failed = sum((row.regimes[g.id]?.processes ?? []).flatMap((p) => p.windows.map((w) => w.failed)));
     if (failed > 0) out.push(`WARNING ${row.label}, ${g.title}: ${failed} requests failed in the counted windows: the figure is not a request's cost.`);
   }
   if (row.attempt_failed > 0) out.push(`WARNING ${row.label}: ${row.attempt_failed} attempts failed: the row counted failovers, not healthy requests.`);

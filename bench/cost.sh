@@ -8,9 +8,16 @@
 # 400 ms) it is warmed, then counted over a few windows: counters zeroed
 # (`callgrind_control -z`), N requests (bench/cost-client.mjs, all
 # answered), counters dumped (`callgrind_control -d`), the dump's total / N.
-# A row's figure is all its windows' instructions / all their requests
-# (periodic work included); the median of the windows is printed beside it
-# and the JSON keeps every window. Prints one table (bench/cost-report.mjs) and writes
+# Each row is counted in BENCH_COST_PROCESSES (3) workerd processes, one
+# after another, in rounds over the rows (a spell of load or a slow
+# minute falls on one process of a row, not on all of them); a process's
+# figure is all its windows' instructions / all their requests (periodic
+# work included), and a row's is the median of its processes' figures:
+# one process's count lands on one of two levels some 3.5% apart (a JIT
+# or GC state of the process; every window of a process on its level),
+# so one process cannot settle a few percent. The lowest and highest
+# process are printed beside it and the JSON keeps every window. Prints
+# one table (bench/cost-report.mjs) and writes
 # target/bench/cost-<ts>.json and target/bench/cost-latest.json. Asserts
 # nothing: it fails only when the bench itself cannot run. See
 # bench/README.md ("Instructions per request").
@@ -25,11 +32,14 @@
 # Expects the toolchain on PATH (node, workerd) and a fresh build/, which is
 # what `make bench-cost` provides. Knobs (environment), defaults in
 # brackets: BENCH_COST_ROWS (all; a space-separated list of row ids, see
-# `node bench/cost-config.mjs list`), BENCH_COST_GET_WARM (1200 requests),
-# BENCH_COST_GETS (400 per window), BENCH_COST_POST_WARM (600),
-# BENCH_COST_POSTS (150 per window), BENCH_COST_SPARSE_WARM (10),
-# BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (3),
-# BENCH_COST_SPARSE_WINDOWS (5), BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
+# `node bench/cost-config.mjs list`), BENCH_COST_PROCESSES (3 per row; 1,
+# what `make bench` counts with unless told otherwise, takes about a
+# third of the time and cannot resolve a few percent), BENCH_COST_GET_WARM
+# (1200 requests), BENCH_COST_GETS (400 per window), BENCH_COST_POST_WARM
+# (600), BENCH_COST_POSTS (150 per window), BENCH_COST_SPARSE_WARM (10),
+# BENCH_COST_SPARSE (8 per window), BENCH_COST_WINDOWS (2 per process; 3
+# with one process), BENCH_COST_SPARSE_WINDOWS (3 per process; 5 with one),
+# BENCH_COST_CONNECTIONS (4), BENCH_COST_SPARSE_MS (400),
 # BENCH_COST_REGIMES (get post sparse; a subset counts only those, for
 # A/B-ing one cell without the whole table's 15 minutes), BENCH_ANCHOR_DIR,
 # BENCH_BUILD_DIR (build), BENCH_KEEP=1 (keep the scratch directory:
@@ -46,9 +56,9 @@ ANCHOR_DIR=${BENCH_ANCHOR_DIR:-$ROOT/../shared/anchors/js-worker-lb}
 # Warm-up: measured here, a fresh isolate's per-request count falls and
 # jumps (V8 and Liftoff tier-up compiles, counted: they run in the same
 # process) over its first ~2000 back-to-back GETs, then holds within a few
-# percent per 400-request window. 1200 keeps the whole run near 15 minutes
-# on a loaded 2-core machine; a late compile lands in one window, which the
-# table's median column shows. The POST (full) path warms
+# percent per 400-request window. 1200 keeps a process near 45 s on a
+# loaded 2-core machine; a late compile lands in one window, which the
+# notes under the table name. The POST (full) path warms
 # slower: its first 100-request window after 300 POSTs was 1.2-1.4x the
 # next ones in every product row. The POST (full) path and the sparse
 # regime's lease renewals run code the GETs warmed only partly: 10x sparse
@@ -59,14 +69,24 @@ POST_WARM=${BENCH_COST_POST_WARM:-600}
 POSTS=${BENCH_COST_POSTS:-150}
 SPARSE_WARM=${BENCH_COST_SPARSE_WARM:-10}
 SPARSE=${BENCH_COST_SPARSE:-8}
-# Back to back, three windows of a few hundred requests: V8's young-
-# generation GCs come every few hundred, so with 200 GETs or 60 POSTs a
-# window held one or none and windows split into two levels 15-25% apart.
-# Sparse: five short windows; now and then one of them carries ~9 M
-# instructions more than the rest. The windows show where the total came
-# from (cost-report.mjs).
-WINDOWS=${BENCH_COST_WINDOWS:-3}
-SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-5}
+# Back to back, windows of a few hundred requests: V8's young-generation
+# GCs come every few hundred, so with 200 GETs or 60 POSTs a window held
+# one or none and windows split into two levels 15-25% apart. Sparse:
+# short windows; now and then one of them carries ~9 M instructions more
+# than the rest. The windows show where the total came from
+# (cost-report.mjs). Two and three per process when a row has several
+# processes (the windows of one process agree with each other far better
+# than processes do, so the time goes to processes); three and five when
+# it has one, as before there were several.
+# Processes per row; the row's figure is their median (see the header).
+PROCESSES=${BENCH_COST_PROCESSES:-3}
+if [ "$PROCESSES" = 1 ]; then
+  WINDOWS=${BENCH_COST_WINDOWS:-3}
+  SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-5}
+else
+  WINDOWS=${BENCH_COST_WINDOWS:-2}
+  SPARSE_WINDOWS=${BENCH_COST_SPARSE_WINDOWS:-3}
+fi
 CONNS=${BENCH_COST_CONNECTIONS:-4}
 SPARSE_MS=${BENCH_COST_SPARSE_MS:-400}
 read -r -a REGIMES <<<"${BENCH_COST_REGIMES:-get post sparse}"
@@ -81,6 +101,7 @@ die() {
   exit 1
 }
 
+[[ $PROCESSES =~ ^[1-9][0-9]*$ ]] || die "BENCH_COST_PROCESSES: '$PROCESSES' is not a whole number of processes (1 or more; 3 by default)"
 for regime in "${REGIMES[@]}"; do
   case $regime in get | post | sparse) ;; *) die "BENCH_COST_REGIMES: unknown regime '$regime' (get, post, sparse)" ;; esac
 done
@@ -258,10 +279,10 @@ json_field() { # JSON FIELD
   node -e 'const v = JSON.parse(process.argv[1])[process.argv[2]]; console.log(v ?? "")' "$1" "$2"
 }
 
-# One row: its own workerd under callgrind, three regimes, the windows of
-# each counted.
-count_row() { # ROW
-  local row=$1 config=$WORK/$1.capnp log=$WORK/workerd-$1.log out=$WORK/callgrind/$1.out pid dumps=0
+# One process of one row: its own workerd under callgrind, the regimes,
+# the windows of each counted.
+count_row() { # ROW PROCESS
+  local row=$1 process=$2 config=$WORK/$1.capnp log=$WORK/workerd-$1-p$2.log out=$WORK/callgrind/$1-p$2.out pid dumps=0
   node "$BENCH/cost-config.mjs" workerd "$config" --row "$row" --port "$PORT_WORKER" --cache "127.0.0.1:$PORT_CACHE" \
     --product-dir "$WORK/product" --anchor-dir "$ANCHOR_DIR" --primary "$PRIMARY" --replica "$REPLICA"
   local started=$SECONDS
@@ -273,7 +294,7 @@ count_row() { # ROW
   pid=$(cat "$WORK/pids/workerd")
   wait_http "$WORKER/2k.bin" "$START_SECONDS" ||
     die "$row: workerd under callgrind did not answer in ${START_SECONDS} s: $(tail -5 "$log")"
-  say "  $row: first answer after $((SECONDS - started)) s"
+  say "  $row, process $process: first answer after $((SECONDS - started)) s"
   local cookie=
   # Per regime: the client's arguments, the warm-up, requests per window,
   # windows.
@@ -303,22 +324,22 @@ count_row() { # ROW
       # again, once; a second one is kept and flagged under the table.
       if [ "$(failed_of "$got")" != 0 ] && [ "$retried" = 0 ]; then
         say "  $row: $regime: $(json_field "$got" failed) of $n requests failed ($(json_field "$got" first_failure)); counting the window again"
-        record "{\"kind\":\"failed_window\",\"row\":\"$row\",\"regime\":\"$regime\",\"client\":$got}"
+        record "{\"kind\":\"failed_window\",\"row\":\"$row\",\"process\":$process,\"regime\":\"$regime\",\"client\":$got}"
         retried=1
         continue
       fi
       local total
       total=$(sed -n 's/^summary: //p' "$out.$dumps")
       [ -n "$total" ] || die "$row: no summary line in the callgrind dump $out.$dumps"
-      record "{\"kind\":\"window\",\"row\":\"$row\",\"regime\":\"$regime\",\"window\":$window,\"instructions\":$total,\"client\":$got,\"cache\":$(curl -fsS "$CACHE/__bench/stats")}"
+      record "{\"kind\":\"window\",\"row\":\"$row\",\"process\":$process,\"regime\":\"$regime\",\"window\":$window,\"instructions\":$total,\"client\":$got,\"cache\":$(curl -fsS "$CACHE/__bench/stats")}"
       window=$((window + 1))
     done
-    say "  $row: $regime counted ($windows x $n requests)"
+    say "  $row, process $process: $regime counted ($windows x $n requests)"
   done
   stop_proc workerd
   # A healthy primary is never failed over: an attempt failed here would
   # make the row a failover's cost. The colo reads must reach the cache.
-  record "{\"kind\":\"row\",\"row\":\"$row\",\"attempt_failed\":$(grep -c '"attempt_failed"' "$log" || true),\"shared_health_error\":$(grep -c '"shared_health_error"' "$log" || true),\"seconds\":$((SECONDS - started))}"
+  record "{\"kind\":\"row\",\"row\":\"$row\",\"process\":$process,\"attempt_failed\":$(grep -c '"attempt_failed"' "$log" || true),\"shared_health_error\":$(grep -c '"shared_health_error"' "$log" || true),\"seconds\":$((SECONDS - started))}"
 }
 
 if [ -n "${BENCH_COST_ROWS:-}" ]; then
@@ -326,8 +347,10 @@ if [ -n "${BENCH_COST_ROWS:-}" ]; then
 else
   mapfile -t rows < <(node "$BENCH/cost-config.mjs" list --anchor-dir "$ANCHOR_DIR")
 fi
-say "counting ${#rows[@]} Workers one at a time under callgrind (60-90 s each): ${rows[*]}"
-for row in "${rows[@]}"; do count_row "$row"; done
+say "counting ${#rows[@]} Workers one at a time under callgrind, each in $PROCESSES processes (rounds over the rows; 40-60 s a process): ${rows[*]}"
+for process in $(seq "$PROCESSES"); do
+  for row in "${rows[@]}"; do count_row "$row" "$process"; done
+done
 
 # -------------------------------------------------------------- report ----
 
@@ -335,7 +358,7 @@ revision=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 dirty=$(git -C "$ROOT" status --porcelain -- src crates 2>/dev/null | head -1)
 mkdir -p "$OUT"
 node "$BENCH/cost-report.mjs" "$RESULTS" "$OUT" \
-  --meta "$(printf '{"revision":"%s","src_modified":%s,"workerd":"%s","valgrind":"%s","nginx":"%s","node":"%s","cpus":%s,"loadavg_end":"%s","get_warm":%s,"gets":%s,"post_warm":%s,"posts":%s,"post_bytes":%s,"sparse_warm":%s,"sparse":%s,"sparse_ms":%s,"windows":%s,"sparse_windows":%s,"connections":%s,"wall_s":%s}' \
+  --meta "$(printf '{"revision":"%s","src_modified":%s,"workerd":"%s","valgrind":"%s","nginx":"%s","node":"%s","cpus":%s,"loadavg_end":"%s","get_warm":%s,"gets":%s,"post_warm":%s,"posts":%s,"post_bytes":%s,"sparse_warm":%s,"sparse":%s,"sparse_ms":%s,"windows":%s,"sparse_windows":%s,"processes":%s,"connections":%s,"wall_s":%s}' \
     "$revision" "$([ -n "$dirty" ] && echo true || echo false)" "$(workerd --version 2>&1 | head -1)" "$(valgrind --version)" \
     "$("$NGINX" -v 2>&1 | head -1)" "$(node --version)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-    "$GET_WARM" "$GETS" "$POST_WARM" "$POSTS" "$POST_BYTES" "$SPARSE_WARM" "$SPARSE" "$SPARSE_MS" "$WINDOWS" "$SPARSE_WINDOWS" "$CONNS" "$SECONDS")"
+    "$GET_WARM" "$GETS" "$POST_WARM" "$POSTS" "$POST_BYTES" "$SPARSE_WARM" "$SPARSE" "$SPARSE_MS" "$WINDOWS" "$SPARSE_WINDOWS" "$PROCESSES" "$CONNS" "$SECONDS")"

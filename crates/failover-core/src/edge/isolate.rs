@@ -66,8 +66,12 @@ pub struct Isolate {
     /// How long an attempt waits before a colo read is worth making.
     suspect_after: Duration,
     /// When the global checker is next consulted directly (no colo cache,
-    /// or one that keeps nothing: `consult::AfterClaim::CacheKeepsNothing`).
-    global_reads: Cadence,
+    /// or one that keeps nothing: `consult::AfterClaim::CacheKeepsNothing`);
+    /// None without a checker (no `HEALTH_CHECKER` binding): a consultation
+    /// that cannot happen is never due, so it wakes nothing on the fast
+    /// path (which would enter Wasm once per interval to find nothing to
+    /// do; bench/README.md).
+    global_reads: Option<Cadence>,
     /// With the global checker and colo health: the location's copy of its
     /// answer, read on this cadence (`edge::consult`) instead of asking it.
     via_location: Option<ViaLocation>,
@@ -149,7 +153,7 @@ impl Isolate {
                 .colo_health
                 .then(|| Cadence::new(colo_read_every(interval))),
             suspect_after: shared::suspect_after(colo_read_every(interval), timeout),
-            global_reads: Cadence::new(interval),
+            global_reads: None,
             via_location: None,
             budget: ReplayBudget::new(config.replay_buffer_budget_bytes),
             tokens: affinity::tokens(&config.origins),
@@ -172,9 +176,11 @@ impl Isolate {
     /// With the global checker (`checker_id`: its Durable Object id): with
     /// colo health on, its answer is read from the location's copy
     /// (`edge::consult`), and asked for only when that is stale; with colo
-    /// health off, every isolate asks it itself, once per interval.
+    /// health off, every isolate asks it itself, once per interval. Without
+    /// it (an isolate made by `new` alone) no consultation is ever due.
     pub fn with_checker(mut self, config: &WorkerConfig, checker_id: &str) -> Isolate {
         let interval = Duration::from_millis(config.health_interval_ms);
+        self.global_reads = Some(Cadence::new(interval));
         if config.colo_health {
             self.via_location = Some(ViaLocation {
                 reads: Cadence::new(snapshot_read_every(interval)),
@@ -311,9 +317,9 @@ impl Isolate {
 
     /// True (and the next one is scheduled) when the global checker is due
     /// to be consulted directly: never while its answer comes through the
-    /// location's copy (`take_snapshot_read`).
+    /// location's copy (`take_snapshot_read`), nor without a checker.
     pub fn take_global_read(&mut self, now_ms: u64) -> bool {
-        self.via_location.is_none() && self.global_reads.take(now_ms)
+        self.via_location.is_none() && self.take_direct_read(now_ms)
     }
 
     /// True (and the next one is scheduled) when the location's copy of the
@@ -341,9 +347,10 @@ impl Isolate {
     }
 
     /// True (and the next one is scheduled) when an isolate whose cache
-    /// keeps nothing may ask the checker itself: once per interval.
+    /// keeps nothing may ask the checker itself: once per interval; never
+    /// without a checker.
     pub fn take_direct_read(&mut self, now_ms: u64) -> bool {
-        self.global_reads.take(now_ms)
+        self.global_reads.as_mut().is_some_and(|c| c.take(now_ms))
     }
 
     /// The overrides this isolate routes by.
@@ -424,19 +431,22 @@ impl Isolate {
 
     /// When the next piece of periodic work falls due without another
     /// change: a colo read (while some origin is down), a checker
-    /// consultation or a probe of a down origin (0 when one has never run).
+    /// consultation (with a checker) or a probe of a down origin (0 when
+    /// one has never run); `u64::MAX` when nothing can fall due by itself
+    /// (no checker, every origin up, no override to run out).
     pub fn next_due_ms(&self) -> u64 {
         // The origins' verdicts only while a read is wanted without an
         // attempt waiting (one that waits starts it from `colo_due_ms`). The
         // location's copy of the checker's answer keeps its own cadence (it
-        // carries overrides); a direct consultation is not due while it runs.
+        // carries overrides); a direct consultation is not due while it
+        // runs, nor ever without a checker.
         let colo = self
             .colo_reads
             .as_ref()
             .filter(|_| self.colo_read_wanted(|| false));
         let (direct, snapshot) = match &self.via_location {
             Some(v) => (None, Some(v.reads.next_due_ms())),
-            None => (Some(self.global_reads.next_due_ms()), None),
+            None => (self.global_reads.as_ref().map(Cadence::next_due_ms), None),
         };
         [
             colo.map(Cadence::next_due_ms),
@@ -576,6 +586,12 @@ mod tests {
         .unwrap()
     }
 
+    /// An isolate with the global checker bound (its id "abc").
+    fn checked(vars: &[(&str, &str)]) -> Isolate {
+        let c = config(vars);
+        Isolate::new(&c).with_checker(&c, "abc")
+    }
+
     fn lease(origin: usize, work_due_ms: u64, colo_due_ms: u64) -> Option<Lease> {
         Some(Lease {
             origin,
@@ -597,30 +613,65 @@ mod tests {
 
     #[test]
     fn a_fresh_isolate_leases_at_once_with_the_consultation_beside_it() {
-        let isolate = Isolate::new(&config(&[]));
-        assert_eq!(isolate.next_due_ms(), 0, "the first consultation");
-        assert_eq!(isolate.lease(0), lease(0, 0, 0));
+        for isolate in [checked(&[]), checked(&[("COLO_HEALTH", "off")])] {
+            assert_eq!(isolate.next_due_ms(), 0, "the first consultation");
+            let colo_due = isolate.colo_due_ms();
+            assert_eq!(isolate.lease(0), lease(0, 0, colo_due));
+        }
+    }
+
+    /// Without a checker (no `HEALTH_CHECKER` binding) there is nothing to
+    /// consult: no consultation is ever due, so while every origin is up
+    /// and no override can run out, no periodic work falls due at all and
+    /// the fast path never enters Wasm for it (it did once per interval,
+    /// ~2k instructions per sparse request; bench/README.md). What an
+    /// isolate without a checker still does periodically comes from its
+    /// own map: a down origin's probe, the colo read that may say it is
+    /// back.
+    #[test]
+    fn without_a_checker_nothing_is_due_while_every_origin_is_up() {
+        for colo in ["on", "off"] {
+            let mut isolate = Isolate::new(&config(&[
+                ("COLO_HEALTH", colo),
+                ("HEALTH_INTERVAL_MS", "15000"),
+            ]));
+            assert_eq!(isolate.next_due_ms(), u64::MAX, "colo {colo}");
+            let colo_due = isolate.colo_due_ms();
+            assert_eq!(isolate.lease(0), lease(0, u64::MAX, colo_due));
+            assert!(!isolate.take_global_read(0), "no checker to consult");
+            assert!(!isolate.take_direct_read(0), "nor to ask directly");
+            assert!(!isolate.take_snapshot_read(0), "nor a copy of its answer");
+            assert_eq!(isolate.lease(1_000_000), lease(0, u64::MAX, colo_due));
+            isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
+            let down = isolate.next_due_ms();
+            if colo == "on" {
+                assert_eq!(down, 0, "the colo may say a is back");
+            } else {
+                assert_eq!(down, 16_000, "a's probe");
+            }
+        }
+        // The checker bound: its consultation is due from the start.
+        assert_eq!(checked(&[("COLO_HEALTH", "off")]).next_due_ms(), 0);
     }
 
     #[test]
     fn all_up_the_colo_is_read_only_for_an_attempt_that_waits() {
         let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
-        assert!(isolate.take_global_read(1_000));
         assert!(
             !isolate.colo_read_due(1_000, not_waiting),
             "it could tell nothing"
         );
         assert!(!isolate.take_colo_read(1_000, not_waiting));
-        assert_eq!(isolate.next_due_ms(), 16_000, "the consultation alone");
-        assert_eq!(isolate.lease(0), lease(0, 16_000, 0));
+        assert_eq!(isolate.next_due_ms(), u64::MAX, "nothing else is due");
+        assert_eq!(isolate.lease(0), lease(0, u64::MAX, 0));
         assert!(isolate.take_colo_read(1_000, waiting));
         assert!(
             !isolate.take_colo_read(1_100, waiting),
             "at most every 250 ms"
         );
-        assert_eq!(isolate.lease(0), lease(0, 16_000, 1_250));
+        assert_eq!(isolate.lease(0), lease(0, u64::MAX, 1_250));
         assert!(isolate.take_colo_read(1_300, waiting));
-        assert_eq!(isolate.lease(0), lease(0, 16_000, 1_550));
+        assert_eq!(isolate.lease(0), lease(0, u64::MAX, 1_550));
     }
 
     #[test]
@@ -640,7 +691,6 @@ mod tests {
     #[test]
     fn with_an_origin_down_the_colo_is_read_every_period() {
         let mut isolate = Isolate::new(&config(&[("HEALTH_INTERVAL_MS", "15000")]));
-        assert!(isolate.take_global_read(0));
         let (flip, _) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
         assert!(flip.is_some());
         // The colo may say a is back before a's own probe does.
@@ -654,10 +704,7 @@ mod tests {
 
     #[test]
     fn colo_off_reads_nothing_and_the_checker_alone_sets_the_pace() {
-        let mut isolate = Isolate::new(&config(&[
-            ("COLO_HEALTH", "off"),
-            ("HEALTH_INTERVAL_MS", "15000"),
-        ]));
+        let mut isolate = checked(&[("COLO_HEALTH", "off"), ("HEALTH_INTERVAL_MS", "15000")]);
         assert!(!isolate.take_colo_read(0, waiting));
         assert!(isolate.take_global_read(1_000));
         assert_eq!(isolate.lease(0), lease(0, 16_000, u64::MAX));
@@ -667,7 +714,7 @@ mod tests {
 
     #[test]
     fn a_flip_revokes_the_lease_and_a_counter_does_not() {
-        let mut isolate = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
+        let mut isolate = checked(&[("COLO_HEALTH", "off")]);
         isolate.take_global_read(0);
         let (_, after) = isolate.change_health(|h| h.record_success(0, 10));
         assert_eq!(after, LeaseAfter::Stands);
@@ -691,11 +738,11 @@ mod tests {
     fn no_lease_while_a_ramp_can_move_a_request() {
         use crate::edge::shared::{SharedVerdict, Source};
         use crate::streak::Verdict;
-        let mut isolate = Isolate::new(&config(&[
+        let mut isolate = checked(&[
             ("COLO_HEALTH", "off"),
             ("HEALTH_RISE", "1"),
             ("SLOW_START_S", "60"),
-        ]));
+        ]);
         isolate.take_global_read(0);
         let (_, after) = isolate.change_health(|h| h.record_failure(0, Failure::Timeout, 1_000));
         assert_eq!(after, LeaseAfter::Revoked);
@@ -845,7 +892,7 @@ mod tests {
     #[test]
     fn overrides_move_the_lease_and_expire_by_themselves() {
         use crate::edge::overrides::Mode;
-        let mut isolate = Isolate::new(&config(&[("COLO_HEALTH", "off")]));
+        let mut isolate = checked(&[("COLO_HEALTH", "off")]);
         isolate.take_global_read(0);
         let disabled = table(2, &[(0, over(Mode::Disable, Some(60_000), 0))]);
         assert_eq!(
