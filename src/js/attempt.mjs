@@ -26,6 +26,30 @@ import { attemptEnded, attemptStarted, heard } from "./silence.mjs";
 // handed over whole (the timer's start), and whether response headers came
 // before the attempt ended.
 export function attempt_js(url, method, headers, body, streamedLength, timeoutMs, origin) {
+  return new Promise((resolve) => race(url, method, headers, body, streamedLength, timeoutMs, origin, resolve));
+}
+
+// The fast path's attempt (src/js/entry.mjs; its body, if any, already read
+// into a buffer): what attempt_js would resolve to is handed to `then` as
+// soon as it is known, and the promise resolves to what `then` returns (or
+// rejects with what it throws). The same as attempt_js(...).then(then),
+// without the second promise and the microtask between the two: a
+// small site's requests run this code in V8's interpreter, where every
+// promise, call and closure on the path is counted (bench/README.md).
+export function attemptThen(url, method, headers, body, timeoutMs, origin, then) {
+  return new Promise((resolve, reject) =>
+    race(url, method, headers, body, undefined, timeoutMs, origin, (result) => {
+      try {
+        resolve(then(result));
+      } catch (e) {
+        reject(e);
+      }
+    }),
+  );
+}
+
+// The attempt itself: `deliver` gets its result, once.
+function race(url, method, headers, body, streamedLength, timeoutMs, origin, deliver) {
   const init = { method, redirect: "manual" };
   if (headers !== undefined) {
     // The client's Host header rides along, as in the JavaScript Worker this
@@ -35,52 +59,54 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
     // Copying the headers to drop it cost ~7% of throughput in make bench.
     init.headers = headers;
   }
-  return new Promise((resolve) => {
-    let settled = false;
-    // The attempt counts toward silence (silence.mjs) only once the whole
-    // request, body included, is the origin's to answer: a client uploading
-    // slowly (or trickling on purpose) must not make a healthy origin look
-    // silent. `started` is undefined until then.
-    let started;
-    const settle = (result) => {
-      if (settled) return false;
-      settled = true;
-      if (started !== undefined) attemptEnded(origin, started, typeof result === "object", Date.now());
-      else if (typeof result === "object") heard(origin, Date.now());
-      resolve(result);
-      return true;
-    };
-    let timer;
-    const arm = () => {
-      if (settled) return;
-      started = attemptStarted(origin, Date.now());
-      timer = setTimeout(settle, timeoutMs, TIMED_OUT);
-    };
-    if (streamedLength !== undefined) {
-      const pipe = streamedLength >= 0 ? new FixedLengthStream(streamedLength) : new TransformStream();
-      body.pipeTo(pipe.writable).then(arm, () => {});
-      init.body = pipe.readable;
-    } else {
-      if (body !== undefined) init.body = body;
-      arm();
-    }
-    fetch(url, init).then(
-      (res) => {
-        // A timer left pending until a 1 MiB body has streamed cost ~15% of
-        // workerd's CPU per request in `make bench`: clear it.
-        clearTimeout(timer);
-        if (!settle(res)) {
-          // A late answer still ends the origin's silence.
-          heard(origin, Date.now());
-          if (res.body !== null) res.body.cancel().catch(() => {});
-        }
+  let settled = false;
+  // The attempt counts toward silence (silence.mjs) only once the whole
+  // request, body included, is the origin's to answer: a client uploading
+  // slowly (or trickling on purpose) must not make a healthy origin look
+  // silent. `started` is undefined until then.
+  let started;
+  const settle = (result) => {
+    if (settled) return false;
+    settled = true;
+    if (started !== undefined) attemptEnded(origin, started, typeof result === "object", Date.now());
+    else if (typeof result === "object") heard(origin, Date.now());
+    deliver(result);
+    return true;
+  };
+  let timer;
+  if (streamedLength !== undefined) {
+    const pipe = streamedLength >= 0 ? new FixedLengthStream(streamedLength) : new TransformStream();
+    body.pipeTo(pipe.writable).then(
+      () => {
+        if (settled) return;
+        started = attemptStarted(origin, Date.now());
+        timer = setTimeout(settle, timeoutMs, TIMED_OUT);
       },
-      (err) => {
-        clearTimeout(timer);
-        settle(failureOf(err));
-      },
+      () => {},
     );
-  });
+    init.body = pipe.readable;
+  } else {
+    // Handed over whole at once: the timer starts now.
+    if (body !== undefined) init.body = body;
+    started = attemptStarted(origin, Date.now());
+    timer = setTimeout(settle, timeoutMs, TIMED_OUT);
+  }
+  fetch(url, init).then(
+    (res) => {
+      // A timer left pending until a 1 MiB body has streamed cost ~15% of
+      // workerd's CPU per request in `make bench`: clear it.
+      clearTimeout(timer);
+      if (!settle(res)) {
+        // A late answer still ends the origin's silence.
+        heard(origin, Date.now());
+        if (res.body !== null) res.body.cancel().catch(() => {});
+      }
+    },
+    (err) => {
+      clearTimeout(timer);
+      settle(failureOf(err));
+    },
+  );
 }
 
 // A health probe: a GET aborted on timeout, resolving like attempt_js.
@@ -117,9 +143,11 @@ function failureOf(err) {
 // the client.
 export function served_by_js(res, origin, failedOver) {
   const out = new Response(res.body, res);
-  out.headers.set("X-Served-By", origin);
-  if (failedOver) out.headers.set("x-failover", origin);
-  else out.headers.delete("x-failover");
+  // One getter: each is a call into the runtime.
+  const headers = out.headers;
+  headers.set("X-Served-By", origin);
+  if (failedOver) headers.set("x-failover", origin);
+  else headers.delete("x-failover");
   return out;
 }
 

@@ -20,7 +20,15 @@ export function checker_bound_js(env, binding) {
 // The object's id as text, or null without the binding.
 export function checker_id_js(env, binding, object) {
   const ns = namespace(env, binding);
-  return ns === null ? null : ns.idFromName(object).toString();
+  if (ns === null) return null;
+  // A binding that is not a Durable Object namespace (a misconfigured
+  // wrangler.toml) must not throw into Wasm: the caller treats null as
+  // "no checker".
+  try {
+    return ns.idFromName(object).toString();
+  } catch (e) {
+    return null;
+  }
 }
 
 // One request to the object: `method` to `url` with `body` (a string, or

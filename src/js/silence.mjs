@@ -46,6 +46,11 @@ export const LOST_AFTER_TIMEOUT_MS = 1000;
 
 export function isSilent(origin, silenceMs, timeoutMs, now) {
   if (!(silenceMs > 0)) return false;
+  // The common case without the walk: nothing outstanding, or nothing
+  // outstanding for SILENCE_MS (the list is oldest first). Lost attempts,
+  // which the walk lets go of, are older still: the next walk takes them.
+  const list = outstanding[origin];
+  if (list === undefined || list.length === 0 || now - list[0] <= silenceMs) return false;
   const oldest = oldestOutstanding(origin, timeoutMs, now);
   return now - oldest > silenceMs && !(heardAt[origin] >= oldest);
 }
@@ -62,6 +67,10 @@ export function is_silent(origin, silenceMs, timeoutMs) {
 // another isolate may already know why the attempt waits.
 export function isWaiting(forMs, timeoutMs, now) {
   for (let origin = 0; origin < outstanding.length; origin++) {
+    // Oldest first: none has waited `forMs` unless the first has (the walk
+    // only when it has, as in isSilent).
+    const list = outstanding[origin];
+    if (list === undefined || list.length === 0 || now - list[0] < forMs) continue;
     if (now - oldestOutstanding(origin, timeoutMs, now) >= forMs) return true;
   }
   return false;
