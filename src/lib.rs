@@ -27,6 +27,8 @@
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
 //! - [`fallback`]: the `FALLBACK` page when no origin answered.
+//! - [`background`]: work after the response (`ctx.waitUntil`), one future
+//!   type for all of it.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`consult`]: the global checker's answer (verdicts and overrides)
@@ -84,6 +86,8 @@ mod log;
 #[cfg(not(feature = "operator"))]
 mod admin;
 #[cfg(not(feature = "operator"))]
+mod background;
+#[cfg(not(feature = "operator"))]
 mod body;
 #[cfg(not(feature = "operator"))]
 mod checker;
@@ -118,3 +122,8 @@ mod warm;
 // instantiated only where an operator's feature is used.
 #[cfg(feature = "operator")]
 mod operator;
+
+/// Both modules' allocator: talc instead of std's dlmalloc (Cargo.toml).
+/// Single-threaded, as every Wasm instance of a Worker is.
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
