@@ -26,7 +26,7 @@ import { attemptEnded, attemptStarted, heard } from "./silence.mjs";
 // handed over whole (the timer's start), and whether response headers came
 // before the attempt ended.
 export function attempt_js(url, method, headers, body, streamedLength, timeoutMs, origin) {
-  return new Promise((resolve) => race(url, method, headers, body, streamedLength, timeoutMs, origin, resolve));
+  return new Promise((resolve) => race(url, method, headers, body, streamedLength, timeoutMs, origin, undefined, resolve));
 }
 
 // The fast path's attempt (src/js/entry.mjs; its body, if any, already read
@@ -36,11 +36,15 @@ export function attempt_js(url, method, headers, body, streamedLength, timeoutMs
 // without the second promise and the microtask between the two: a
 // small site's requests run this code in V8's interpreter, where every
 // promise, call and closure on the path is counted (bench/README.md).
-export function attemptThen(url, method, headers, body, timeoutMs, origin, then) {
+// `now`: the caller's Date.now() when it was taken in the same task (the
+// runtime's clock stands still while a task runs, so it is the reading
+// the timer's start would take), or undefined. `then` gets the result and
+// the Date.now() its arrival was recorded at, for the same reason.
+export function attemptThen(url, method, headers, body, timeoutMs, origin, now, then) {
   return new Promise((resolve, reject) =>
-    race(url, method, headers, body, undefined, timeoutMs, origin, (result) => {
+    race(url, method, headers, body, undefined, timeoutMs, origin, now, (result, ended) => {
       try {
-        resolve(then(result));
+        resolve(then(result, ended));
       } catch (e) {
         reject(e);
       }
@@ -48,8 +52,10 @@ export function attemptThen(url, method, headers, body, timeoutMs, origin, then)
   );
 }
 
-// The attempt itself: `deliver` gets its result, once.
-function race(url, method, headers, body, streamedLength, timeoutMs, origin, deliver) {
+// The attempt itself: `deliver` gets its result and the time it was
+// recorded at, once. `now`: as attemptThen's. Each Date.now() is a call
+// into the runtime (~250 instructions counted).
+function race(url, method, headers, body, streamedLength, timeoutMs, origin, now, deliver) {
   const init = { method, redirect: "manual" };
   if (headers !== undefined) {
     // The client's Host header rides along, as in the JavaScript Worker this
@@ -68,9 +74,10 @@ function race(url, method, headers, body, streamedLength, timeoutMs, origin, del
   const settle = (result) => {
     if (settled) return false;
     settled = true;
-    if (started !== undefined) attemptEnded(origin, started, typeof result === "object", Date.now());
-    else if (typeof result === "object") heard(origin, Date.now());
-    deliver(result);
+    const ended = Date.now();
+    if (started !== undefined) attemptEnded(origin, started, typeof result === "object", ended);
+    else if (typeof result === "object") heard(origin, ended);
+    deliver(result, ended);
     return true;
   };
   let timer;
@@ -88,7 +95,7 @@ function race(url, method, headers, body, streamedLength, timeoutMs, origin, del
   } else {
     // Handed over whole at once: the timer starts now.
     if (body !== undefined) init.body = body;
-    started = attemptStarted(origin, Date.now());
+    started = attemptStarted(origin, now === undefined ? Date.now() : now);
     timer = setTimeout(settle, timeoutMs, TIMED_OUT);
   }
   fetch(url, init).then(

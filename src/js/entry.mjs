@@ -126,7 +126,7 @@ function fastFetch(request, env, ctx) {
     bytes === undefined ? undefined : instance.steer !== undefined ? steeredTarget(request, url, method, instance.steer, now) : plainTarget(request, url, method, now);
   let sent;
   if (target === undefined) sent = call(wasm.fetch, request, env, ctx);
-  else if (bytes === 0) sent = attempt(request, env, ctx, target, undefined);
+  else if (bytes === 0) sent = attempt(request, env, ctx, target, undefined, now);
   else sent = attemptWithBody(request, env, ctx, target, bytes);
   // Periodic work due (a colo read, a consultation, a probe): beside this
   // request, never before it (src/periodic.rs).
@@ -173,12 +173,14 @@ function steeredTarget(request, url, method, steer, now) {
 }
 
 // The one attempt, then the client's answer, or the full path (with the
-// body, if one was read) when the attempt did not succeed.
-function attempt(request, env, ctx, target, body) {
+// body, if one was read) when the attempt did not succeed. `now`:
+// fastFetch's Date.now() when the attempt starts in its task, else
+// undefined (attemptThen).
+function attempt(request, env, ctx, target, body, now) {
   const { origin } = target;
-  return attemptThen(target.url, target.method, target.headers, body, instance.timeoutMs, origin, (result) => {
+  return attemptThen(target.url, target.method, target.headers, body, instance.timeoutMs, origin, now, (result, ended) => {
     if (typeof result === "object" && answers(result)) {
-      answered(origin);
+      answered(origin, ended);
       const out = served_by_js(result, target.name, target.failedOver);
       const steer = instance.steer;
       if (target.plan !== undefined && steer.cookies !== undefined && setsCookieFor(target.plan, origin, steer.weights)) {
@@ -206,7 +208,7 @@ function attemptWithBody(request, env, ctx, target, bytes) {
     (body) => {
       let sent;
       try {
-        sent = attempt(request, env, ctx, target, body);
+        sent = attempt(request, env, ctx, target, body, undefined);
       } catch (e) {
         release();
         throw e;

@@ -131,8 +131,9 @@ export function workDone(due) {
 
 export const RETRY_WORK = { workDue: 0, coloDue: 0 };
 
-export function answered(origin) {
-  evidence[origin] = Date.now();
+// `now`: the Date.now() of the answer's arrival (attemptThen's).
+export function answered(origin, now) {
+  evidence[origin] = now;
 }
 
 export function fast_evidence(origin) {
