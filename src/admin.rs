@@ -19,7 +19,7 @@ use worker::{web_sys, Context, Env};
 
 use crate::isolate::Isolate;
 use crate::respond::plain;
-use crate::{background, checker_call, consult as location, js_bridge};
+use crate::{checker_call, consult as location, js_bridge};
 
 /// The checker's path for overrides (src/operator/overrides.rs).
 const OVERRIDES_PATH: &str = "/overrides";
@@ -106,10 +106,7 @@ async fn set(
         // background.
         location::adopt(isolate, &snapshot);
         let isolate = Rc::clone(isolate);
-        background::run(
-            ctx,
-            async move { location::share(&isolate, &snapshot).await },
-        );
+        ctx.wait_until(async move { location::share(&isolate, &snapshot).await });
     }
     json(answer.status, &answer.text)
 }

@@ -15,7 +15,7 @@ use worker::{Context, Env};
 
 use crate::checker_call::{call, configured, get_text};
 use crate::isolate::Isolate;
-use crate::{background, clock, log};
+use crate::{clock, log};
 
 /// `?site=<host>` when the request URL names a usable one.
 fn site_query(url: &str) -> String {
@@ -35,7 +35,7 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
     let isolate = Rc::clone(isolate);
     let env = env.clone();
     let path = format!("/verdicts?{}", site_query(url));
-    background::run(ctx, async move {
+    ctx.wait_until(async move {
         match get_text(&env, &path).await {
             Ok(text) => {
                 crate::consult::adopt(&isolate, &text);
@@ -50,7 +50,7 @@ pub fn consult_if_due(ctx: &Context, env: &Env, isolate: &Rc<Isolate>, now_ms: u
 /// of at its next round (`edge::checker::schedule`).
 pub fn report_failure(ctx: &Context, env: &Env, isolate: &Isolate, origin: usize, url: &str) {
     if let Some(report) = report(env, isolate, origin, url) {
-        background::run(ctx, report);
+        ctx.wait_until(report);
     }
 }
 

@@ -20,7 +20,7 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, Context};
 
 use crate::isolate::Isolate;
-use crate::{background, clock, js_bridge, log};
+use crate::{clock, js_bridge, log};
 
 /// How long a shared verdict stays in the cache and is trusted: two probe
 /// intervals. By then the isolates that adopted it have probed for themselves.
@@ -108,7 +108,7 @@ pub fn publish(ctx: &Context, isolate: &Rc<Isolate>, origin: usize) {
         return;
     }
     let isolate = Rc::clone(isolate);
-    background::run(ctx, async move { write(&isolate, origin).await });
+    ctx.wait_until(async move { write(&isolate, origin).await });
 }
 
 /// Writes this isolate's verdict on an origin to the cache; for callers

@@ -27,8 +27,6 @@
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
 //! - [`respond`]: the headers added to a proxied response, and our own errors.
 //! - [`fallback`]: the `FALLBACK` page when no origin answered.
-//! - [`background`]: work after the response (`ctx.waitUntil`), one future
-//!   type for all of it.
 //! - [`probe`]: background health probes of down origins (`ctx.wait_until`).
 //! - [`colo`]: verdicts shared with the location's other isolates (Cache API).
 //! - [`consult`]: the global checker's answer (verdicts and overrides)
@@ -85,8 +83,6 @@ mod log;
 // The request path: build/index_bg.wasm, which every isolate instantiates.
 #[cfg(not(feature = "operator"))]
 mod admin;
-#[cfg(not(feature = "operator"))]
-mod background;
 #[cfg(not(feature = "operator"))]
 mod body;
 #[cfg(not(feature = "operator"))]

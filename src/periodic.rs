@@ -17,7 +17,7 @@ use worker::{Context, Env};
 
 use crate::colo::SnapshotRead;
 use crate::isolate::Isolate;
-use crate::{background, checker, clock, colo, consult, probe};
+use crate::{checker, clock, colo, consult, probe};
 
 /// Starts whatever work is due for a request on the full path: in the
 /// background, unless no origin is up (then the colo read is awaited).
@@ -36,14 +36,12 @@ pub async fn start(isolate: &Rc<Isolate>, env: &Env, ctx: &Context, url: &str) {
     if isolate.any_up() {
         let isolate = Rc::clone(isolate);
         let env = env.clone();
-        background::run(ctx, async move { read_colo(&isolate, &env, now).await });
+        ctx.wait_until(async move { read_colo(&isolate, &env, now).await });
     } else {
         let read = colo::refresh(isolate, now).await;
         if stale(isolate, read, now) {
             let (isolate, env) = (Rc::clone(isolate), env.clone());
-            background::run(ctx, async move {
-                consult::claim_and_ask(&env, &isolate, now).await
-            });
+            ctx.wait_until(async move { consult::claim_and_ask(&env, &isolate, now).await });
         }
     }
 }

@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 use worker::{Context, Env};
 
 use crate::isolate::Isolate;
-use crate::{background, checker, clock, colo, forward};
+use crate::{checker, clock, colo, forward};
 
 /// Starts the probes that are due, if any. Costs one pass over the map when
 /// none is.
@@ -19,7 +19,7 @@ pub fn start_due(ctx: &Context, isolate: &Rc<Isolate>, now_ms: u64) {
     }
     let due = isolate.change_health(|h| h.take_due_probes(now_ms));
     let isolate = Rc::clone(isolate);
-    background::run(ctx, async move {
+    ctx.wait_until(async move {
         join_all(
             due.into_iter()
                 .map(|origin| probe(Rc::clone(&isolate), origin)),
@@ -47,7 +47,7 @@ pub fn confirm(
     let isolate = Rc::clone(isolate);
     let env = env.clone();
     let url = url.to_owned();
-    background::run(ctx, async move {
+    ctx.wait_until(async move {
         let result = match isolate.config.origins.get(origin) {
             Some(target) => forward::probe(target, isolate.config.attempt_timeout_ms).await,
             None => None,
