@@ -38,14 +38,15 @@ export function checker_id_js(env, binding, object) {
 export function checker_fetch_js(env, binding, object, url, method, body, header) {
   const ns = namespace(env, binding);
   if (ns === null) return Promise.resolve(`no ${binding} binding`);
-  let stub;
+  let sent;
   try {
-    stub = ns.get(ns.idFromName(object));
+    // A throw anywhere here (a namespace or stub that is not what it
+    // should be) is an answer-less call, never an exception into Wasm.
+    sent = Promise.resolve(ns.get(ns.idFromName(object)).fetch(url, body === null ? { method } : { method, body }));
   } catch (e) {
     return Promise.resolve(String(e?.message ?? e));
   }
-  return stub
-    .fetch(url, body === null ? { method } : { method, body })
+  return sent
     .then((res) => res.text().then((text) => [res.status, text, header === null ? null : res.headers.get(header)]))
     .catch((e) => String(e?.message ?? e));
 }
