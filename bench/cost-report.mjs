@@ -7,11 +7,11 @@
 // A process's figure per regime is all its windows' instructions / all
 // their requests (issue #20's "total / N"): everything the requests
 // triggered, periodic work included. A row's figure is the median of its
-// processes' figures: one process's count lands on one of two levels some
-// 3.5% apart (a JIT or GC state of the process: every window of a process
-// on its level), so the median of three says what most processes pay and
-// one that landed high or carried a rare big event (a late compile, a
-// window of 9 M instructions more) does not move it. The lowest and
+// processes' figures, so that one process that carried a rare big event (a
+// late compile, a window of 9 M instructions more) does not move it.
+// (Processes used to land on one of two levels up to 12% apart, a
+// background compile that never landed under callgrind; V8 now compiles in
+// line, bench/cost-workerd.capnp.tmpl.) The lowest and
 // highest process are in the table's second part; a window above 2x the
 // windows' median is named under the table. Within a process no window is
 // dropped: that would drop periodic work, and V8's young-generation GCs

@@ -12,10 +12,12 @@
 # after another, in rounds over the rows (a spell of load or a slow
 # minute falls on one process of a row, not on all of them); a process's
 # figure is all its windows' instructions / all their requests (periodic
-# work included), and a row's is the median of its processes' figures:
-# one process's count lands on one of two levels some 3.5% apart (a JIT
-# or GC state of the process; every window of a process on its level),
-# so one process cannot settle a few percent. The lowest and highest
+# work included), and a row's is the median of its processes' figures,
+# so that one process's rare event (a late compile, a slow minute's
+# periodic work) does not move it. (Processes used to land on one of two
+# levels up to 12% apart: a background compile that never landed under
+# callgrind. V8 now compiles in line; see bench/cost-workerd.capnp.tmpl.)
+# The lowest and highest
 # process are printed beside it and the JSON keeps every window. Prints
 # one table (bench/cost-report.mjs) and writes
 # target/bench/cost-<ts>.json and target/bench/cost-latest.json. Asserts
