@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Drops the Wasm exports of classes the workers-rs crates export but this
 // Worker never uses, so that wasm-opt can drop their code (a link can
-// only keep every `#[wasm_bindgen]` export of every dependency): about
-// 3.5 KB of the request path's Wasm, gzipped. The glue's JS for those
+// only keep every `#[wasm_bindgen]` export of every dependency). Only the
+// operator module links workers-rs now (the request path does without it,
+// src/runtime.rs); in the request path these were 3.5 KB, gzipped. The glue's JS for those
 // classes stays, and would only reach for an export if something built
 // one of them, which nothing here does (the Worker tests would fail with
 // "not a function" the day something did).

@@ -5,7 +5,6 @@
 //! endpoint or put in a response.
 
 use failover_core::edge::config::Origin;
-use worker::web_sys;
 
 #[cfg(not(feature = "operator"))]
 use crate::js_bridge;

@@ -14,11 +14,11 @@ use std::rc::Rc;
 use failover_core::edge::overrides::api::{access, decide, error_json, AdminPath, Answer};
 use failover_core::edge::overrides::request::{origin_index, parse_change, MAX_BODY_BYTES};
 use failover_core::edge::overrides::wire::SNAPSHOT_HEADER;
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::{web_sys, Context, Env};
+use wasm_bindgen_futures::JsFuture;
 
 use crate::isolate::Isolate;
 use crate::respond::plain;
+use crate::runtime::{Context, Env};
 use crate::{checker_call, consult as location, js_bridge};
 
 /// The checker's path for overrides (src/operator/overrides.rs).

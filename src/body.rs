@@ -8,9 +8,8 @@ use std::rc::Rc;
 
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::report;
-use worker::wasm_bindgen::JsValue;
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::web_sys;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
 
 use crate::isolate::Isolate;
 use crate::{clock, log};

@@ -11,10 +11,10 @@ use failover_core::edge::checker::parse_events;
 use failover_core::edge::events::site_of;
 use failover_core::edge::report;
 use failover_core::notify::Event;
-use worker::{Context, Env};
 
 use crate::checker_call::{call, configured, get_text};
 use crate::isolate::Isolate;
+use crate::runtime::{Context, Env};
 use crate::{clock, log};
 
 /// `?site=<host>` when the request URL names a usable one.

@@ -5,11 +5,11 @@
 //! src/checker.rs's, src/consult.rs's and src/admin.rs's.
 
 use failover_core::edge::consult::{BINDING, OBJECT_NAME};
-use worker::wasm_bindgen::JsCast;
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::{js_sys, Env};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
 
 use crate::js_bridge;
+use crate::runtime::Env;
 
 /// Any URL reaches the one object; the path says what is asked.
 const CHECKER: &str = "https://health-checker.internal";

@@ -3,7 +3,7 @@
 //! map needs.
 
 pub fn now_ms() -> u64 {
-    let now = worker::js_sys::Date::now();
+    let now = js_sys::Date::now();
     if now.is_finite() && now > 0.0 {
         now as u64
     } else {

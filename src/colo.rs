@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
-use worker::wasm_bindgen::JsValue;
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::{js_sys, Context};
+use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
 
 use crate::isolate::Isolate;
+use crate::runtime::Context;
 use crate::{clock, js_bridge, log};
 
 /// How long a shared verdict stays in the cache and is trusted: two probe

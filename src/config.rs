@@ -3,18 +3,17 @@
 //! module's checker (src/checker/object.rs, once per object).
 
 use failover_core::edge::config::{ConfigError, WorkerConfig, CHECKER_BINDING};
-use worker::wasm_bindgen::{JsCast, JsValue};
-use worker::{js_sys, Env};
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_bridge;
 
-/// The config from `env`'s vars and secrets, and whether the global
+/// The config from `env`'s (the bindings object's) vars and secrets, and whether the global
 /// checker's binding exists (`NOTIFY` needs it). The isolates and the
 /// checker read it alike.
-pub fn read_config(env: &Env) -> Result<WorkerConfig, ConfigError> {
+pub fn read_config(env: &JsValue) -> Result<WorkerConfig, ConfigError> {
     WorkerConfig::from_vars(|name| {
         if name == CHECKER_BINDING {
-            return js_bridge::checker_bound_js(env.as_ref(), name).then(|| "bound".to_string());
+            return js_bridge::checker_bound_js(env, name).then(|| "bound".to_string());
         }
         var_text(env, name)
     })
@@ -23,8 +22,8 @@ pub fn read_config(env: &Env) -> Result<WorkerConfig, ConfigError> {
 /// A var's value as text (a setting, or the secret an origin's
 /// `access_client_secret_var` names): strings as they are (secrets, `--var`), anything
 /// else (TOML arrays, numbers) as JSON.
-fn var_text(env: &Env, name: &str) -> Option<String> {
-    let value = js_sys::Reflect::get(env.as_ref(), &JsValue::from_str(name)).ok()?;
+fn var_text(env: &JsValue, name: &str) -> Option<String> {
+    let value = js_sys::Reflect::get(env, &JsValue::from_str(name)).ok()?;
     if value.is_undefined() || value.is_null() {
         return None;
     }

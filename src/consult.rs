@@ -14,11 +14,11 @@ use failover_core::edge::overrides::wire::Snapshot;
 use failover_core::edge::report;
 use failover_core::edge::shared::Source;
 use failover_core::edge::time::millis;
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::{js_sys, Env};
+use wasm_bindgen_futures::JsFuture;
 
 use crate::checker_call;
 use crate::isolate::Isolate;
+use crate::runtime::Env;
 use crate::{clock, colo, js_bridge, log};
 
 /// The checker's own path for its answer (any other path but

@@ -7,7 +7,6 @@
 use failover_core::edge::config::Fallback;
 use failover_core::edge::fallback::{after_fetch, retry_after_s, Step};
 use failover_core::edge::report;
-use worker::web_sys;
 
 use crate::forward::{self, settle, Sent};
 use crate::isolate::Isolate;

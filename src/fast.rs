@@ -21,13 +21,13 @@ use failover_core::edge::affinity;
 use failover_core::edge::affinity::AffinityMode;
 use failover_core::edge::config::{Origin, WorkerConfig};
 use failover_core::edge::steering::Policy;
-use worker::wasm_bindgen::prelude::wasm_bindgen;
-use worker::wasm_bindgen::JsValue;
-use worker::{js_sys, web_sys, Context, Env};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 
 use crate::forward;
 use crate::isolate::{self, Loaded};
 use crate::proxy::proxy;
+use crate::runtime::{Context, Env, RawContext};
 
 /// What the fast path needs that never changes while this Wasm instance
 /// lives: asked for once per instance (src/js/lease.mjs `configure`), so no
@@ -213,12 +213,8 @@ fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
 /// checker learns the public hostname from it). Resolves to when work is
 /// next due, for the lease: an object with its `workDue` and `coloDue`
 /// (lease.mjs `workDone`).
-#[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
-pub async fn periodic_work(
-    env: Env,
-    ctx: worker::worker_sys::Context,
-    url: String,
-) -> js_sys::Object {
+#[wasm_bindgen]
+pub async fn periodic_work(env: Env, ctx: RawContext, url: String) -> js_sys::Object {
     let (work_due, colo_due) = match isolate::load(&env) {
         Loaded::Ready(isolate) => {
             let ctx = Context::new(ctx);
@@ -261,11 +257,11 @@ pub fn release_body(env: &Env, bytes: f64) {
 /// when it had none), `body` the request's body if it read one (an
 /// ArrayBuffer whose bytes it holds on the replay budget; undefined
 /// otherwise). The full path takes it from there.
-#[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
+#[wasm_bindgen]
 pub async fn fetch_after(
     req: web_sys::Request,
     env: Env,
-    ctx: worker::worker_sys::Context,
+    ctx: RawContext,
     origin: usize,
     result: JsValue,
     random: f64,

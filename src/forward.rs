@@ -7,9 +7,8 @@ use failover_core::edge::classify::{
 };
 use failover_core::edge::config::Origin;
 use failover_core::edge::target::probe_url;
-use worker::wasm_bindgen::{JsCast, JsValue};
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::{js_sys, web_sys};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 
 #[cfg(not(feature = "operator"))]
 use crate::body::RequestBody;

@@ -18,9 +18,9 @@ use failover_core::edge::overrides::{Overrides, Standing};
 use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
 use failover_core::notify::Event;
-use worker::Env;
 
 use crate::config::read_config;
+use crate::runtime::Env;
 use crate::{clock, js_bridge, log};
 
 pub struct Isolate {
@@ -293,7 +293,7 @@ pub fn load(env: &Env) -> Loaded {
     if let Some(loaded) = LOADED.with(|cell| cell.borrow().clone()) {
         return loaded;
     }
-    let loaded = match read_config(env) {
+    let loaded = match read_config(env.as_ref()) {
         Ok(config) => {
             let mut state = failover_core::edge::Isolate::new(&config);
             // The checker's id names the location's copy of its answer: one

@@ -7,9 +7,8 @@
 //! (src/js/fallback.mjs) and the operator module's renderers
 //! (src/js/operator.mjs). Nothing here depends on the rest of the shell.
 
-use worker::wasm_bindgen::prelude::wasm_bindgen;
-use worker::wasm_bindgen::JsValue;
-use worker::{js_sys, web_sys};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 
 #[wasm_bindgen(module = "/src/js/lease.mjs")]
 extern "C" {

@@ -1,4 +1,5 @@
-//! The edge Worker: a thin workers-rs shell around `failover-core`.
+//! The edge Worker: a thin shell around `failover-core`, on wasm-bindgen
+//! (the request path) and workers-rs (the operator module).
 //!
 //! Two Wasm modules come out of this crate (scripts/build-worker.sh):
 //! - **the request path** (build/index_bg.wasm, the default features),
@@ -43,7 +44,10 @@
 //! - [`fast`]: what src/js/entry.mjs's fast path runs on (the instance's
 //!   config once, then leases: which origin, until when), and the way back
 //!   into [`proxy`] when its attempt fails.
-//! - [`entry`]: the `fetch` and `scheduled` events.
+//! - [`entry`]: the `fetch` and `scheduled` events; [`runtime`]: the
+//!   bindings, `ctx.waitUntil` and the instance's start, without the
+//!   workers-rs crate (its start function alone was 2.6 KB of this
+//!   module's gzipped Wasm).
 //!
 //! The operator module: [`operator`] (its own layout there).
 //!
@@ -109,6 +113,8 @@ mod probe;
 mod proxy;
 #[cfg(not(feature = "operator"))]
 mod respond;
+#[cfg(not(feature = "operator"))]
+mod runtime;
 #[cfg(not(feature = "operator"))]
 mod status;
 #[cfg(not(feature = "operator"))]

@@ -13,10 +13,9 @@
 
 use std::rc::Rc;
 
-use worker::{Context, Env};
-
 use crate::colo::SnapshotRead;
 use crate::isolate::Isolate;
+use crate::runtime::{Context, Env};
 use crate::{checker, clock, colo, consult, probe};
 
 /// Starts whatever work is due for a request on the full path: in the

@@ -6,9 +6,9 @@ use std::rc::Rc;
 
 use failover_core::edge::classify::Failure;
 use futures_util::future::join_all;
-use worker::{Context, Env};
 
 use crate::isolate::Isolate;
+use crate::runtime::{Context, Env};
 use crate::{checker, clock, colo, forward};
 
 /// Starts the probes that are due, if any. Costs one pass over the map when

@@ -15,12 +15,12 @@ use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::report;
 use failover_core::edge::route::{route_ramped, Route};
 use failover_core::edge::target::{is_status_request, reserved_subpath, upstream_url};
-use worker::wasm_bindgen::JsValue;
-use worker::{js_sys, web_sys, Context, Env};
+use wasm_bindgen::JsValue;
 
 use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
 use crate::isolate::Isolate;
+use crate::runtime::{Context, Env};
 use crate::{
     access, admin, checker, clock, colo, fallback, js_bridge, log, periodic, probe, respond, status,
 };

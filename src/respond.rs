@@ -3,8 +3,7 @@
 //! that never names an origin URL or address.
 
 use wasm_bindgen::prelude::wasm_bindgen;
-use worker::wasm_bindgen::{JsCast, JsValue};
-use worker::web_sys;
+use wasm_bindgen::{JsCast, JsValue};
 
 // One crossing instead of five (body getter, constructor, headers getter,
 // one or two header sets); shared with the fast path in entry.mjs.
@@ -41,5 +40,5 @@ pub fn plain(status: u16, message: &str) -> web_sys::Response {
     // fallback is not a Response, so the runtime answers a bare 500: worse
     // than ours, but no panic, so the health map survives.
     web_sys::Response::new_with_opt_str_and_init(Some(&body), &init)
-        .unwrap_or_else(|_| worker::wasm_bindgen::JsValue::UNDEFINED.unchecked_into())
+        .unwrap_or_else(|_| wasm_bindgen::JsValue::UNDEFINED.unchecked_into())
 }

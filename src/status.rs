@@ -9,10 +9,10 @@
 use failover_core::edge::report::negotiate::{self, Representation};
 use failover_core::edge::report::{self, BuildInfo, EventsView};
 use failover_core::secret::bearer_or_basic_matches;
-use worker::{web_sys, Env};
 
 use crate::isolate::Isolate;
 use crate::respond::plain;
+use crate::runtime::Env;
 use crate::{checker, checker_call, js_bridge};
 
 const BUILD: BuildInfo<'static> = BuildInfo {

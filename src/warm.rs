@@ -16,15 +16,15 @@ use failover_core::edge::classify::{
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::report;
 use failover_core::edge::target::{is_status_request, probe_url, upstream_url};
-use worker::wasm_bindgen::prelude::wasm_bindgen;
-use worker::wasm_bindgen::JsValue;
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::{js_sys, web_sys, Env};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
 
 use crate::isolate::{self, Loaded};
+use crate::runtime::Env;
 use crate::{forward, respond};
 
-#[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures)]
+#[wasm_bindgen]
 pub async fn warm_full_path(env: Env) {
     let Loaded::Ready(isolate) = isolate::load(&env) else {
         return;

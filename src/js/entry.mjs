@@ -49,8 +49,9 @@ addEventListener("error", (e) => {
 // Durable Object, or in an isolate by the first status page asked for as
 // HTML or text. An isolate that only serves requests never instantiates
 // it. It recovers from a panic as the request path does, on its own init
-// state (the worker crate's, in its own copy of that crate's JS), so a
-// panic in one module never resets the other.
+// state (the worker crate's, in its own copy of that crate's JS; the
+// request path's is src/runtime.rs's, of the same shape), so a panic in
+// one module never resets the other.
 let operatorState = null;
 
 function operator() {

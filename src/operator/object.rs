@@ -184,7 +184,7 @@ impl HealthChecker {
         if let Some(checker) = self.checker.borrow().as_ref() {
             return Ok(Rc::clone(checker));
         }
-        let config = read_config(&self.env).map_err(|e| e.to_string())?;
+        let config = read_config(self.env.as_ref()).map_err(|e| e.to_string())?;
         // Storage reads hold the object's input gate: no other event runs
         // until they are done, so two requests cannot both build it.
         let restored = storage::load(&self.state.storage()).await;
