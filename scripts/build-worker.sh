@@ -43,8 +43,13 @@ mkdir -p "$STAGE/operator" "$OUT"
 # The request path: instantiated when its glue is imported (`module`).
 build_module "$FEATURES" module "$STAGE" index
 # workerd imports a .wasm module with a plain import, not a source-phase one.
-# (Not `sed -i`, whose syntax differs between GNU and BSD/macOS sed.)
-sed 's/^import source /import /' "$STAGE/index.js" >"$STAGE/index.js.tmp"
+# (Not `sed -i`, whose syntax differs between GNU and BSD/macOS sed.) And
+# wasm-bindgen 0.2.130 lists a snippet module that Rust imports functions
+# from directly twice in the Wasm's import object (colo.mjs, as two
+# namespace imports of the same module, so the same object): the second
+# key goes, or esbuild warns about a duplicate key on every build.
+sed 's/^import source /import /' "$STAGE/index.js" |
+  awk '/^[[:space:]]*"\.\/snippets\/[^"]*": import[0-9]+,$/ { key = $1; if (seen[key]++) next } { print }' >"$STAGE/index.js.tmp"
 mv "$STAGE/index.js.tmp" "$STAGE/index.js"
 # The operator module: `web`, whose glue instantiates nothing until
 # entry.mjs calls its initSync with the module workerd compiled. In a
