@@ -63,6 +63,13 @@ test("a panic is recovered and the lease dies with the instance", { skip: !exist
     worker.logs.some((line) => line.includes("Reinitializing Wasm application")),
     "entry.mjs reset the instance",
   );
+  // The panic hook (src/runtime.rs's start) logged the panic by name: an
+  // operator reading `wrangler tail` sees what broke, not only a reset.
+  assert.match(
+    worker.logs.join("\n"),
+    /Rust panic: panicked at src\/entry\.rs:\d+:\d+:\n\s*panic-test: \/__test\/panic/,
+    "the panic hook logged the panic",
+  );
 });
 
 test("a panic in the operator module resets that module alone", { skip: !existsSync(path.join(dir, "index.js")) && "no panic-test build (make test-worker builds it)" }, async (t) => {
