@@ -26,14 +26,20 @@ const TARGETS: [(u64, f64); 4] = [(0, 0.10), (15, 0.25), (30, 0.50), (60, 1.00)]
 /// ± 5 percentage points.
 const TOLERANCE: f64 = 0.05;
 
+const TWO_ORIGINS: &str = r#"[{"name":"primary","url":"https://a.example"},
+    {"name":"replica","url":"https://b.example"}]"#;
+const THREE_ORIGINS: &str = r#"[{"name":"primary","url":"https://a.example"},
+    {"name":"replica","url":"https://b.example"},
+    {"name":"backup","url":"https://c.example"}]"#;
+
 fn config(vars: &[(&str, &str)]) -> WorkerConfig {
+    config_of(TWO_ORIGINS, vars)
+}
+
+fn config_of(origins: &str, vars: &[(&str, &str)]) -> WorkerConfig {
     WorkerConfig::from_vars(|k| {
         if k == "ORIGINS" {
-            return Some(
-                r#"[{"name":"primary","url":"https://a.example"},
-                    {"name":"replica","url":"https://b.example"}]"#
-                    .to_string(),
-            );
+            return Some(origins.to_string());
         }
         vars.iter()
             .find(|(n, _)| *n == k)
@@ -106,8 +112,14 @@ fn measured_with(
             random,
         );
         // Held back or not, a request was meant for the origin that serves
-        // it, and every origin stays in its order.
-        assert_eq!(ramped.intended, ramped.order[0]);
+        // it (or for one that is down: then it fails over, x-failover),
+        // and every origin stays in its order.
+        assert!(
+            ramped.intended == ramped.order[0] || !health.is_up(ramped.intended),
+            "meant for {}, served by {}",
+            ramped.intended,
+            ramped.order[0]
+        );
         assert_eq!(ramped.order.len(), c.origins.len());
         if plain.order[0] == 0 {
             would += 1;
@@ -155,6 +167,43 @@ fn each_policy_ramps_the_recovered_origin_10_25_50_100() {
             .map(|(s, _)| measured(&c, &health, t0 + s * 1_000, keyed, None))
             .collect();
         check(&format!("{label}, unpinned"), &shares);
+    }
+}
+
+/// With a third origin, and with either of the other two down while the
+/// primary ramps: a down origin is neither held back to nor counted in
+/// the tier, so the primary still gets 10 / 25 / 50 / 100 % of the
+/// requests it would have had (an earlier note suspected `weighted` of
+/// skipping part of the ramp here; this pins that it does not).
+#[test]
+fn the_ramp_holds_with_another_origin_down() {
+    for steering in ["failover", "weighted", "hash"] {
+        for down in [None, Some(1), Some(2)] {
+            let c = config_of(
+                THREE_ORIGINS,
+                &[
+                    ("STEERING", steering),
+                    ("HASH_KEY", "header:x-user"),
+                    ("SLOW_START_S", "60"),
+                    ("SLOW_START_MIN_PCT", "10"),
+                ],
+            );
+            let (mut health, t0) = recovered_primary(&c);
+            if let Some(d) = down {
+                health.record_failure(d, Failure::Timeout, t0);
+                assert!(!health.is_up(d));
+            }
+            let keyed = |n: usize| (steering == "hash").then(|| format!("user-{n}"));
+            let shares: Vec<f64> = TARGETS
+                .iter()
+                .map(|(s, _)| measured(&c, &health, t0 + s * 1_000, keyed, None))
+                .collect();
+            let label = match down {
+                Some(d) => format!("STEERING={steering}, origin {d} down"),
+                None => format!("STEERING={steering}, 3 up"),
+            };
+            check(&label, &shares);
+        }
     }
 }
 
