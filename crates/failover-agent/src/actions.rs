@@ -107,6 +107,24 @@ pub(crate) async fn obey(
     Ok(())
 }
 
+/// Starts the connector unless its status says it runs already: `true`
+/// when it was started. A start order for a running connector (an
+/// operator's second `start`, a handover to the node that serves) must not
+/// run `start_command` again: a command that backgrounds a second
+/// cloudflared and rewrites its pidfile would orphan the first, one the
+/// agent could then never stop. A status that fails to answer is not
+/// proof of either: the start goes ahead, as it did before the check.
+async fn start_unless_running(shared: &Shared) -> Result<bool, ControlError> {
+    match shared.control.is_running().await {
+        Ok(true) => return Ok(false),
+        Ok(false) => {}
+        Err(e) => log::warn(&format!(
+            "connector status failed before a start: {e}; starting it anyway"
+        )),
+    }
+    shared.control.start().await.map(|()| true)
+}
+
 /// One action: `Ok(false)` when the actions after it must be skipped; the
 /// error of a connector command that failed (logged here for a decision,
 /// by the API for an order).
@@ -118,8 +136,15 @@ async fn act(
 ) -> Result<bool, ControlError> {
     let peer_agent = shared.config.peer_agent_url.as_ref();
     match (action, peer_agent) {
-        (Action::StartLocal, _) => match shared.control.start().await {
-            Ok(()) => {
+        (Action::StartLocal, _) => match start_unless_running(shared).await {
+            Ok(false) => {
+                log::info(&format!(
+                    "local connector already running ({}); not started again",
+                    shared.control.describe()
+                ));
+                Ok(true)
+            }
+            Ok(true) => {
                 log::info(&format!(
                     "local connector started ({})",
                     shared.control.describe()

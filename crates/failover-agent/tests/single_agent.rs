@@ -76,6 +76,18 @@ fn api_endpoints_and_the_bearer_token() {
     )));
     assert!(node.connector_running(&dir));
 
+    // A second start while it runs does not run start_command again: the
+    // second process would fail to bind, its pid would replace the first's
+    // in the pidfile, and the first would run on where no stop reaches it.
+    let pid = std::fs::read_to_string(node.pidfile(&dir)).expect("pidfile");
+    let again = http("POST", port, "/failover/start", Some(TOKEN));
+    assert_eq!(again.map(|a| a.0), Some(200));
+    assert_eq!(
+        std::fs::read_to_string(node.pidfile(&dir)).expect("pidfile"),
+        pid,
+        "a second start ran start_command again"
+    );
+
     let stopped = http("POST", port, "/failover/stop", Some(TOKEN));
     assert_eq!(stopped.map(|a| a.0), Some(200));
     assert!(!node.connector_running(&dir));
