@@ -60,10 +60,59 @@ impl Url {
         }
         let mut url = parse(base)
             .map_err(|why| format!("{}; {HINT}", why.replace(&format!("{base:?}"), "the URL")))?;
+        if !url.https && !url.is_local_network() {
+            return Err(format!(
+                "the URL is http:// to a host that is neither this machine nor a private \
+                 network, so its token would cross the internet in clear text; use https://, \
+                 or http:// only to loopback, a private address (10/8, 172.16/12, \
+                 192.168/16, 100.64/10, fc00::/7) or a LAN name (one label, or under .lan, \
+                 .local, .home.arpa, .internal); {HINT}"
+            ));
+        }
         if let Some(query) = query {
             url.path = format!("{}?{query}", url.path);
         }
         Ok(url)
+    }
+
+    /// Whether the host is this machine: `localhost` (or a name under
+    /// it), 127.0.0.0/8 or ::1.
+    pub fn is_loopback(&self) -> bool {
+        let host = self.host.trim_end_matches('.').to_ascii_lowercase();
+        if host == "localhost" || host.ends_with(".localhost") {
+            return true;
+        }
+        match (host.parse::<Ipv4Addr>(), host.parse::<Ipv6Addr>()) {
+            (Ok(v4), _) => v4.is_loopback(),
+            (_, Ok(v6)) => v6.is_loopback(),
+            _ => false,
+        }
+    }
+
+    /// Whether the host is on this machine or a private network, so that
+    /// plain `http://` to it does not cross the internet: loopback, an
+    /// address from a private range (10/8, 172.16/12, 192.168/16, the
+    /// 100.64/10 that Tailscale and CGNAT hand out, 169.254/16, fc00::/7,
+    /// fe80::/10), or a LAN name (one label, or under .lan, .local,
+    /// .home.arpa, .internal). A public DNS name that resolves to a LAN
+    /// address is not known to be one here, and is not.
+    pub fn is_local_network(&self) -> bool {
+        if self.is_loopback() {
+            return true;
+        }
+        let host = self.host.trim_end_matches('.').to_ascii_lowercase();
+        if let Ok(v4) = host.parse::<Ipv4Addr>() {
+            let [a, b, ..] = v4.octets();
+            return v4.is_private() || v4.is_link_local() || (a == 100 && (64..128).contains(&b));
+        }
+        if let Ok(v6) = host.parse::<Ipv6Addr>() {
+            let first = v6.segments()[0];
+            return first & 0xfe00 == 0xfc00 || first & 0xffc0 == 0xfe80;
+        }
+        !host.contains('.')
+            || [".lan", ".local", ".home.arpa", ".internal"]
+                .iter()
+                .any(|suffix| host.ends_with(suffix))
     }
 
     /// The same origin with another path (`/connector/ready` on the peer).
@@ -286,6 +335,62 @@ mod tests {
 
     use super::*;
     use crate::client::Client;
+
+    #[test]
+    fn a_secret_url_over_http_stays_on_the_lan() {
+        for good in [
+            "http://127.0.0.1:8080/hook",
+            "http://localhost/hook",
+            "http://[::1]:9/hook",
+            "http://10.0.0.5/hook?token=x",
+            "http://172.20.1.1/h",
+            "http://192.168.1.10:8080/ntfy/topic",
+            "http://100.100.1.2/h",
+            "http://[fd00::2]/h",
+            "http://ntfy/topic",
+            "http://ntfy.lan/topic",
+            "http://gotify.home.arpa/message",
+            "http://hooks.internal/x",
+            "https://hooks.slack.com/services/T0/B0/SECRET",
+            "https://8.8.8.8/h",
+        ] {
+            assert!(
+                Url::parse_secret(good).is_ok(),
+                "{good}: {:?}",
+                Url::parse_secret(good)
+            );
+        }
+        for bad in [
+            "http://hooks.slack.com/services/T0/B0/SECRET",
+            "http://8.8.8.8/h",
+            "http://172.32.0.1/h",
+            "http://100.128.0.1/h",
+            "http://[2001:db8::1]/h",
+            "http://ntfy.sh/SECRET-topic",
+            "http://lan.example.com/h",
+        ] {
+            let why = Url::parse_secret(bad).expect_err(bad);
+            assert!(why.contains("clear text"), "{bad}: {why}");
+            assert!(!why.contains("SECRET"), "the error repeats the URL: {why}");
+        }
+    }
+
+    #[test]
+    fn loopback_is_this_machine_only() {
+        for (url, loopback) in [
+            ("http://127.0.0.1:8787", true),
+            ("http://127.9.9.9", true),
+            ("http://localhost:8787", true),
+            ("http://LOCALHOST", true),
+            ("http://a.localhost", true),
+            ("http://[::1]:8787", true),
+            ("http://10.0.0.2", false),
+            ("http://localhost.example.com", false),
+            ("https://www.example.com", false),
+        ] {
+            assert_eq!(Url::parse(url).unwrap().is_loopback(), loopback, "{url}");
+        }
+    }
 
     #[test]
     fn parses_what_the_agent_needs() {

@@ -551,11 +551,19 @@ impl Config {
         };
         let egress_tcp = egress.string("tcp")?;
         if let Some(tcp) = &egress_tcp {
-            if tcp
-                .rsplit_once(':')
-                .and_then(|(_, p)| p.parse::<u16>().ok())
-                .is_none()
-            {
+            // A host (an IPv6 one in brackets) and a port of 1-65535: ":7844"
+            // or "host:0" would fail every egress check, so that a primary
+            // never starts its connector.
+            let well_formed = tcp.rsplit_once(':').is_some_and(|(host, port)| {
+                let host = host
+                    .strip_prefix('[')
+                    .and_then(|h| h.strip_suffix(']'))
+                    .unwrap_or(host);
+                !host.is_empty()
+                    && !host.contains(|c: char| c.is_whitespace() || c == '/')
+                    && port.parse::<u16>().is_ok_and(|p| p > 0)
+            });
+            if !well_formed {
                 return Err(err(
                     "egress.tcp",
                     format!("{tcp:?} is not host:port, e.g. \"region1.v2.argotunnel.com:7844\""),
@@ -975,6 +983,26 @@ ready_url = "http://127.0.0.1:20241/ready"
             ),
             (format!("app = 3\n{PER_NODE}"), "app", "must be a table"),
             (worker("admin_token_file = \"/t\"\norigin = \"h\""), "worker.url", "missing"),
+            (
+                worker("url = \"http://www.example.com\"\nadmin_token_file = \"/t\"\norigin = \"h\""),
+                "worker.url",
+                "clear text",
+            ),
+            (
+                format!("{PER_NODE}[egress]\ntcp = \":7844\"\n"),
+                "egress.tcp",
+                "not host:port",
+            ),
+            (
+                format!("{PER_NODE}[egress]\ntcp = \"[::1]:0\"\n"),
+                "egress.tcp",
+                "not host:port",
+            ),
+            (
+                format!("{PER_NODE}[egress]\ntcp = \"edge.example\"\n"),
+                "egress.tcp",
+                "not host:port",
+            ),
             (
                 worker("url = \"https://w.example/x\"\nadmin_token_file = \"/t\"\norigin = \"h\""),
                 "worker.url",

@@ -36,6 +36,17 @@ pub(super) fn parse(
         "url",
         "the site's URL at the Worker, e.g. \"https://www.example.com\"",
     )?;
+    if !url.https && !url.is_loopback() {
+        return Err(err(
+            "worker.url",
+            format!(
+                "{url} is http:// to a host that is not this machine: the agent sends the \
+                 Worker's admin token with every call, and over http:// it would cross the \
+                 network in clear text; use https:// (the Worker is served over HTTPS at \
+                 Cloudflare's edge), or http:// only to loopback (wrangler dev)"
+            ),
+        ));
+    }
     if url.path != "/" {
         return Err(err(
             "worker.url",
