@@ -28,7 +28,8 @@ pub fn start_due(ctx: &Context, isolate: &Rc<Isolate>, now_ms: u64) {
     });
 }
 
-/// An app answered a client with a 5xx of its own (`app_error`): probe the
+/// An app answered a client with a 5xx of its own, or did not answer in
+/// time (`app_error`, `Failure::needs_confirmation`): probe the
 /// origin's health path now, in the background, and mark it down only if
 /// the probe agrees (`HealthMap::take_confirmation` limits this to one
 /// probe per origin at a time and per second). A probe that agrees is

@@ -130,9 +130,10 @@ pub async fn proxy(
         // A broken upload stream may be the client's doing (it went away):
         // no reason to call the origin down.
         let origin_at_fault = !(body.plan() == BodyPlan::Streamed && failure == Failure::Network);
-        if origin_at_fault && failure.is_app_error() {
-            // One page's 5xx is not a verdict: a probe of the health path
-            // decides (in the background, at most one per origin at a time).
+        if origin_at_fault && failure.needs_confirmation() {
+            // One page's 5xx or timeout is not a verdict: a probe of the
+            // health path decides (in the background, at most one per
+            // origin at a time).
             probe::confirm(ctx, env, isolate, current, failure, &url);
         } else if origin_at_fault {
             let change =

@@ -110,6 +110,48 @@ test("a client asking for a broken page as fast as it can: at most one confirmat
   }
 });
 
+test("one slow page on every origin: the GET is tried on each, the client gets 504, nobody is marked down", async () => {
+  const { primary, replica, worker, close } = await setup({ ATTEMPT_TIMEOUT_MS: "300" });
+  try {
+    primary.pathModes["/report"] = "hang";
+    replica.pathModes["/report"] = "hang";
+    const res = await worker.fetch("/report");
+    assert.equal(res.status, 504);
+    await res.arrayBuffer();
+    assert.equal(primary.hits("/report"), 1);
+    assert.equal(replica.hits("/report"), 1);
+    // Each origin's health path was asked, answered, and nobody is down.
+    await eventually(() => primary.hits("/health") >= 1 && replica.hits("/health") >= 1);
+    await sleep(100);
+    assert.deepEqual(worker.events("health"), [], "one slow page marked an origin down");
+    const fine = await worker.fetch("/fine");
+    assert.equal(fine.headers.get("x-served-by"), "primary");
+    assert.equal(fine.headers.get("x-failover"), null);
+    await fine.arrayBuffer();
+  } finally {
+    await close();
+  }
+});
+
+test("a POST to a slow handler: 504, not replayed, and the origin stays up", async () => {
+  const { primary, replica, worker, close } = await setup({ ATTEMPT_TIMEOUT_MS: "300" });
+  try {
+    primary.pathModes["/scan"] = "hang";
+    const post = await worker.fetch("/scan", { method: "POST", body: "x".repeat(1000) });
+    assert.equal(post.status, 504);
+    await post.arrayBuffer();
+    assert.equal(replica.hits("/scan"), 0, "the POST was replayed after a timeout");
+    await eventually(() => primary.hits("/health") >= 1);
+    await sleep(100);
+    assert.deepEqual(worker.events("health"), []);
+    const next = await worker.fetch("/orders", { method: "POST", body: "y" });
+    assert.equal(next.headers.get("x-served-by"), "primary");
+    await next.arrayBuffer();
+  } finally {
+    await close();
+  }
+});
+
 test("an app whose health path agrees is marked down, and POSTs get its own 500 without a replay", async () => {
   const { primary, replica, worker, close } = await setup();
   try {

@@ -7,8 +7,8 @@
 // of each of them waiting out the attempt timeout. A routing hint, not a
 // verdict: no probe, no colo publish, the health map untouched; it ends
 // with the origin's first response, or when its outstanding attempts end
-// (a timeout then marks it down as before). If every other origin is down,
-// a silent one is still tried.
+// (a timeout then sends a probe, which marks it down if it agrees). If
+// every other origin is down, a silent one is still tried.
 //
 // The one definition, for both paths: every attempt goes through
 // attempt_js (attempt.mjs), which records here; the fast path asks

@@ -51,6 +51,18 @@ impl Failure {
         matches!(self, Failure::Status(code) if !is_cloudflare_status(code))
     }
 
+    /// True when the failure may be the request's own rather than the
+    /// origin's, so that a probe of the health path must agree before the
+    /// origin is called down (`HealthMap::record_confirmation`): the app's
+    /// own 5xx, and a timeout (one slow page, a report or a long poll,
+    /// would otherwise mark the origin down, and, replayed, every origin).
+    /// A hung origin meanwhile is skipped by `SILENCE_MS`, and its probe
+    /// times out too. Refusals, broken connections, Cloudflare's 52x/530
+    /// and Access logins are about the origin: verdicts at once.
+    pub fn needs_confirmation(self) -> bool {
+        self.is_app_error() || self == Failure::Timeout
+    }
+
     /// A short stable label for logs and the status endpoint.
     pub fn label(self) -> String {
         match self {
@@ -199,6 +211,25 @@ pub fn classify_fetch_error(message: &str) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_one_request_cannot_decide_alone() {
+        // (failure, needs a probe to agree before the origin is down)
+        let table = [
+            (Failure::Status(500), true),
+            (Failure::Status(503), true),
+            (Failure::Timeout, true),
+            (Failure::Status(502), true),
+            (Failure::Status(530), false),
+            (Failure::Status(521), false),
+            (Failure::Refused, false),
+            (Failure::Network, false),
+            (Failure::AccessLogin, false),
+        ];
+        for (failure, confirmed) in table {
+            assert_eq!(failure.needs_confirmation(), confirmed, "{failure}");
+        }
+    }
 
     #[test]
     fn statuses() {

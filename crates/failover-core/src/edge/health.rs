@@ -305,7 +305,8 @@ impl HealthMap {
     }
 
     /// Records a confirmation probe's result (`None`: healthy). A probe
-    /// that agrees with the app's `app_error` marks the origin down at once,
+    /// that agrees with the request's `app_error` (`Failure::
+    /// needs_confirmation`) marks the origin down at once,
     /// as a failed attempt would; a healthy one is evidence that it is up.
     pub fn record_confirmation(
         &mut self,
@@ -321,7 +322,11 @@ impl HealthMap {
             return None;
         };
         let mut change = self.record_failure(origin, probe, now_ms)?;
-        change.reason = format!("{app_error} from the app, then the probe: {probe}");
+        let whose = match app_error {
+            Failure::Timeout => "on a request",
+            _ => "from the app",
+        };
+        change.reason = format!("{app_error} {whose}, then the probe: {probe}");
         Some(change)
     }
 
