@@ -14,7 +14,9 @@ use failover_core::edge::overrides::{last_resort, Standing};
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::report;
 use failover_core::edge::route::{route_ramped, Route};
-use failover_core::edge::target::{is_status_request, reserved_subpath, upstream_url};
+use failover_core::edge::target::{
+    is_status_path, is_status_request, reserved_subpath, upstream_url,
+};
 use wasm_bindgen::JsValue;
 
 use crate::body::{self, BodyError};
@@ -48,6 +50,11 @@ pub async fn proxy(
         .map(|_| config.status_path.as_str());
     if is_status_request(&url, &req.method(), status_path) {
         return status::answer(&req, isolate, env).await;
+    }
+    if is_status_path(&url, config.reserved_path()) {
+        // Ours for every method; a GET or HEAD came here only with the
+        // status page off (no STATUS_TOKEN, the admin API on).
+        return status::not_served(&req.method());
     }
     if let Some(subpath) = reserved_subpath(&url, config.reserved_path()) {
         // Boxed: the admin API's state stays out of every request's future.

@@ -39,6 +39,21 @@ fn for_a_person(representation: Representation, res: web_sys::Response) -> web_s
     res
 }
 
+/// A request for `STATUS_PATH` the status page does not serve: any method
+/// but GET and HEAD (405), or either of those with the page off (no
+/// `STATUS_TOKEN`, only the admin API on: 404). Never the origin's.
+pub fn not_served(method: &str) -> web_sys::Response {
+    if matches!(method, "GET" | "HEAD") {
+        return plain(
+            404,
+            "not found: the status page is off (STATUS_TOKEN is not set)",
+        );
+    }
+    let res = plain(405, "method not allowed; use GET, HEAD");
+    let _ = res.headers().set("allow", "GET, HEAD");
+    res
+}
+
 /// The answer to a request `target::is_status_request` matched (the fast
 /// path's copy of that test is `upstreamUrl` in src/js/lease.mjs): 401
 /// without the right token, else the document in the representation the

@@ -28,7 +28,7 @@ function leased(statusPath) {
 }
 
 // undefined (the full path's) as the fixture spells it.
-const fast = (url, method) => upstreamUrl(url, method) ?? FULL_PATH;
+const fast = (url) => upstreamUrl(url) ?? FULL_PATH;
 
 // The fast path may only take a request the full path would send to the
 // same URL: a row that says otherwise describes a disagreement.
@@ -41,7 +41,7 @@ test("URL cases: the upstream URL, or the full path for a fragment or the status
     assertCoherent(row);
     if (row.full === STATUS_ENDPOINT || row.full === WORKERS_OWN) assert.equal(row.fast, FULL_PATH, "only the full path answers the Worker's own paths");
     leased(row.status_path ?? undefined);
-    assert.equal(fast(row.url, row.method), row.fast, JSON.stringify(row));
+    assert.equal(fast(row.url), row.fast, JSON.stringify(row));
   }
 });
 
@@ -51,7 +51,7 @@ test("hostile paths never name another host", () => {
   for (const row of FAST_PATH.hostile.cases) {
     assert.equal(`${request_origin}${servedPath(request_origin, row.target)}`, row.url, `the runtime's request.url for ${row.target}`);
     assert.equal(new URL(row.upstream).host, new URL(ORIGIN).host, JSON.stringify(row));
-    assert.equal(upstreamUrl(row.url, "GET"), row.upstream, JSON.stringify(row));
+    assert.equal(upstreamUrl(row.url), row.upstream, JSON.stringify(row));
   }
 });
 
@@ -74,7 +74,7 @@ test("join corpus: the fast path joins every path as Rust does (fast_path_fixtur
   const { request_origin, paths } = FAST_PATH.join_corpus;
   for (const path of paths) {
     const url = `${request_origin}${path}`;
-    assert.equal(fast(url, "GET"), expectedJoin(path).fast, url);
+    assert.equal(fast(url), expectedJoin(path).fast, url);
   }
 });
 
@@ -87,7 +87,7 @@ test("fresh random paths: the same expectation, and never another host", () => {
   for (let i = 0; i < 5000; i++) {
     const path = servedPath(request_origin, randomPath(next));
     const url = `${request_origin}${path}`;
-    const joined = fast(url, "GET");
+    const joined = fast(url);
     assert.equal(joined, expectedJoin(path).fast, url);
     if (joined !== FULL_PATH) assert.equal(new URL(joined).host, new URL(ORIGIN).host, `${url} -> ${joined}`);
   }

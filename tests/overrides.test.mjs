@@ -319,6 +319,44 @@ test("without ADMIN_TOKEN the admin API is 404 (the list still reads with STATUS
   }
 });
 
+test("STATUS_PATH itself, any method but GET and HEAD: 405, and the token never reaches an origin", async () => {
+  for (const [vars, getStatus] of [
+    [{}, 200],
+    [{ STATUS_TOKEN: undefined }, 404], // the admin API alone: no status page
+  ]) {
+    const s = await site(vars);
+    try {
+      // An operator who left out /origins/{name}, or a browser's preflight.
+      for (const [method, path] of [
+        ["POST", "/__failover/status"],
+        ["PUT", "/__failover/status?x=1"],
+        ["DELETE", "/__failover/status"],
+        ["OPTIONS", "/__failover/status"],
+      ]) {
+        const res = await s.fetch(path, {
+          method,
+          headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+          body: method === "POST" || method === "PUT" ? '{"mode":"drain"}' : undefined,
+        });
+        assert.equal(res.status, 405, `${method} ${path}`);
+        assert.equal(res.headers.get("allow"), "GET, HEAD");
+        assert.equal(res.headers.get("x-served-by"), null);
+        await res.arrayBuffer();
+      }
+      const get = await s.fetch("/__failover/status", { headers: { authorization: `Bearer ${STATUS}` } });
+      assert.equal(get.status, getStatus);
+      await get.arrayBuffer();
+      assertNoAdminPathReachedAnOrigin(s);
+      for (const o of [s.primary, s.replica]) {
+        const carried = o.requests.filter((r) => String(r.headers?.authorization ?? "").includes(ADMIN));
+        assert.deepEqual(carried, [], `${o.name} got ADMIN_TOKEN`);
+      }
+    } finally {
+      await s.close();
+    }
+  }
+});
+
 test("without the HEALTH_CHECKER binding the admin API answers 503 naming it", async () => {
   const s = await site({}, { durableObjects: null });
   try {

@@ -139,7 +139,7 @@ function fastFetch(request, env, ctx) {
 // Where it goes (undefined: the full path's).
 function plainTarget(request, url, method, now) {
   // lease.mjs `upstreamUrl`, one call fewer.
-  const path = upstreamPath(url, method);
+  const path = upstreamPath(url);
   if (path === undefined) return undefined;
   const origin = lease.origin;
   // A silent origin (silence.mjs): the full path routes around it.
@@ -154,7 +154,7 @@ function plainTarget(request, url, method, now) {
 // the attempt fails; Rust then walks on from the same route (the random
 // number goes with it).
 function steeredTarget(request, url, method, steer, now) {
-  const path = upstreamPath(url, method);
+  const path = upstreamPath(url);
   if (path === undefined) return undefined;
   for (let i = 0; i < steer.names.length; i++) {
     if (isSilent(i, instance.silenceMs, instance.timeoutMs, now)) return undefined;

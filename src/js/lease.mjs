@@ -151,14 +151,14 @@ export function fast_evidence(origin) {
 // them can reach another host. A fragment, which never comes from a
 // client, is left to the full path, as are the status endpoint and every
 // path under it (target::reserved_subpath: the admin API).
-export function upstreamUrl(url, method) {
-  const path = upstreamPath(url, method);
+export function upstreamUrl(url) {
+  const path = upstreamPath(url);
   return path === undefined ? undefined : lease.base + path;
 }
 
 // The path and query upstreamUrl appends to an origin's base (the same
 // rules), for the steered path, which picks the base per request.
-export function upstreamPath(url, method) {
+export function upstreamPath(url) {
   const scheme = url.indexOf("://");
   if (scheme < 0) return undefined;
   const start = url.indexOf("/", scheme + 3);
@@ -166,12 +166,9 @@ export function upstreamPath(url, method) {
   const sp = instance.statusPath;
   if (sp !== undefined && url.startsWith(sp, start)) {
     const end = start + sp.length;
-    if (end === url.length || url[end] === "?") {
-      if (method === "GET" || method === "HEAD") return undefined;
-    } else if (url[end] === "/") {
-      // Under it, for every method: the Worker's own (the admin API).
-      return undefined;
-    }
+    // It and every path under it, for every method: the Worker's own (the
+    // status page, the admin API, a 405 for the rest).
+    if (end === url.length || url[end] === "?" || url[end] === "/") return undefined;
   }
   return url.slice(start);
 }

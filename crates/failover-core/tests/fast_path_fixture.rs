@@ -10,15 +10,18 @@ use failover_core::edge::classify::{
     classify_response, is_access_login, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
 };
 use failover_core::edge::replay::BodyPlan;
-use failover_core::edge::target::{authority, is_status_request, reserved_subpath, upstream_url};
+use failover_core::edge::target::{
+    authority, is_status_path, is_status_request, reserved_subpath, upstream_url,
+};
 use serde_json::Value;
 
 /// What the fast path does with a request it leaves to Rust.
 const FULL_PATH: &str = "full path";
 /// What the full path does with a request for the status endpoint.
 const STATUS_ENDPOINT: &str = "status endpoint";
-/// What the full path does with a request under `{STATUS_PATH}/`: answers
-/// it itself (the admin API, or 404), never an origin.
+/// What the full path does with a request under `{STATUS_PATH}/`, or for
+/// `STATUS_PATH` itself with a method the status page does not take:
+/// answers it itself (the admin API, 404 or 405), never an origin.
 const WORKERS_OWN: &str = "the Worker's own";
 
 fn fixture() -> Value {
@@ -76,9 +79,12 @@ fn url_cases() {
         let full = text(row, "full");
         assert_coherent(text(row, "fast"), full, row);
         let is_status = is_status_request(url, method, status_path);
-        let is_reserved = reserved_subpath(url, status_path).is_some();
+        let is_reserved =
+            reserved_subpath(url, status_path).is_some() || is_status_path(url, status_path);
+        // The proxy asks `is_status_request` first: the status page; then
+        // the exact path for any other method, or a path under it.
         if full == STATUS_ENDPOINT {
-            assert!(is_status && !is_reserved, "the status endpoint: {row}");
+            assert!(is_status, "the status endpoint: {row}");
         } else if full == WORKERS_OWN {
             assert!(is_reserved && !is_status, "the Worker's own path: {row}");
         } else {

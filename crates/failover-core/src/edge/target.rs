@@ -72,12 +72,21 @@ pub fn probe_url(base: &str, health_path: &str) -> Option<String> {
 /// `None` when the endpoint is off (no token is set): the path is then
 /// proxied like any other.
 pub fn is_status_request(request_url: &str, method: &str, status_path: Option<&str>) -> bool {
+    matches!(method, "GET" | "HEAD") && is_status_path(request_url, status_path)
+}
+
+/// Whether a request's path, query aside, is exactly `status_path`, for
+/// any method: the Worker's own whenever the status endpoint or the admin
+/// API is on (`WorkerConfig::reserved_path`), never an origin's, so that an
+/// operator's `POST {STATUS_PATH}` (the `/origins/{name}` forgotten) gets
+/// our 405 instead of carrying `ADMIN_TOKEN` to the app and its logs.
+pub fn is_status_path(request_url: &str, status_path: Option<&str>) -> bool {
     let Some(status_path) = status_path else {
         return false;
     };
     let path = path_and_query(request_url);
     let path = path.split_once('?').map_or(path, |(p, _)| p);
-    path == status_path && matches!(method, "GET" | "HEAD")
+    path == status_path
 }
 
 /// The part of a request's path after `{status_path}/` (query aside), for a
