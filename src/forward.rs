@@ -122,10 +122,23 @@ pub fn outcome(sent: Sent) -> Outcome {
 }
 
 /// A response judged like the fast path judges it: 5xx, and a redirect to
-/// an Access login (our service token is missing or wrong), are failures.
+/// an Access login (our service token is missing or wrong), are failures;
+/// so is a 101 without the WebSocket it switched to, which no Response can
+/// carry on (entry.mjs `answers`).
 fn judge(res: &web_sys::Response) -> Option<Failure> {
+    let status = res.status();
+    if status == 101 && !has_web_socket(res) {
+        return Some(Failure::Status(101));
+    }
     let location = res.headers().get("location").ok().flatten();
-    classify_response(res.status(), location.as_deref())
+    classify_response(status, location.as_deref())
+}
+
+/// Whether the runtime attached a WebSocket to the response (workerd's
+/// `Response.webSocket`, which web-sys does not bind).
+fn has_web_socket(res: &web_sys::Response) -> bool {
+    js_sys::Reflect::get(res, &JsValue::from_str("webSocket"))
+        .is_ok_and(|ws| !ws.is_null() && !ws.is_undefined())
 }
 
 /// Probes give up well before the ~30 s the runtime allows work after a

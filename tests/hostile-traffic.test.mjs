@@ -152,6 +152,32 @@ test("a POST to a slow handler: 504, not replayed, and the origin stays up", asy
   }
 });
 
+test("an origin's interim 103 or a status of 600 or 101: no crash; a GET is served, a POST runs at most once", async () => {
+  const { primary, replica, worker, close } = await setup();
+  try {
+    primary.pathModes["/hints"] = "early-hints";
+    primary.pathModes["/odd"] = 600;
+    primary.pathModes["/switch"] = 101; // no Upgrade asked for, no WebSocket
+    for (const path of ["/hints", "/odd", "/switch"]) {
+      const get = await worker.fetch(path);
+      assert.equal(get.status, 200, `GET ${path}`);
+      assert.ok(["primary", "replica"].includes(get.headers.get("x-served-by")), `GET ${path}`);
+      assert.match(await get.text(), /"path":/);
+      const post = await worker.fetch(path, { method: "POST", body: "x" });
+      assert.ok(post.status === 200 || post.status === 502, `POST ${path}: ${post.status}`);
+      await post.arrayBuffer();
+      const ran = primary.requests.filter((r) => r.method === "POST" && r.path === path).length;
+      const replayed = replica.requests.filter((r) => r.method === "POST" && r.path === path).length;
+      assert.ok(ran + replayed === 1, `POST ${path} ran ${ran + replayed} times`);
+    }
+    // An odd status is one page's: nobody is marked down for it.
+    await sleep(200);
+    assert.deepEqual(worker.events("health"), []);
+  } finally {
+    await close();
+  }
+});
+
 test("an app whose health path agrees is marked down, and POSTs get its own 500 without a replay", async () => {
   const { primary, replica, worker, close } = await setup();
   try {

@@ -239,6 +239,9 @@ function attemptWithBody(request, env, ctx, target, bytes) {
 // redirects an Access login uses.
 function answers(res) {
   const s = res.status;
+  // A 101 is an answer only with the WebSocket it switched to: one without
+  // cannot be re-wrapped (served_by_js), and fails like a bad status.
+  if (s === 101) return res.webSocket != null;
   return isAnswer(s, s === 302 || s === 303 || s === 307 ? res.headers.get("location") : null);
 }
 

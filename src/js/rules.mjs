@@ -44,7 +44,9 @@ export function isAccessLogin(location) {
 // `location` is the Location header or null; it is read only for 302, 303
 // and 307.
 export function isAnswer(status, location) {
-  if (status >= 500 && status <= 599) return false;
+  // 5xx, and what no Response can carry: an interim 1xx but a WebSocket's
+  // 101 (workerd resolves with an origin's 100 or 103), 600 and above.
+  if (status >= 500 || (status < 200 && status !== 101)) return false;
   if (status === 302 || status === 303 || status === 307) return !isAccessLogin(location);
   return true;
 }

@@ -6,7 +6,8 @@ import { WebSocketServer } from "ws";
 
 // Modes: "ok" echoes the request as JSON; a number answers with that status;
 // "hang" never answers; "cut" sends headers and half the body, then resets;
-// "slow" streams the body in chunks over ~600 ms; { status, location }
+// "slow" streams the body in chunks over ~600 ms; "early-hints" sends an
+// interim 103 first, then answers as "ok"; { status, location }
 // answers that status with that Location and no body (a redirect, such as
 // Cloudflare Access's to its login page); { status, headers, body } answers
 // exactly that (an app's own error page, a 503 with Retry-After).
@@ -101,6 +102,10 @@ function respond(origin, record, res) {
     res.writeHead(mode, { "content-type": "text/plain", "x-origin": origin.name });
     res.end(`${origin.name} says ${mode}\n`);
     return;
+  }
+  if (mode === "early-hints") {
+    // An interim 103 before the real answer (which follows as for "ok").
+    res.writeEarlyHints({ link: "</app.css>; rel=preload; as=style" });
   }
   if (mode === "cut") {
     res.writeHead(200, { "content-length": "100000", "x-origin": origin.name });

@@ -91,11 +91,13 @@ pub fn is_cloudflare_status(status: u16) -> bool {
 
 /// Classifies a response status. Every 5xx is a failure, which covers
 /// Cloudflare's origin errors 520-527 and 530 (a down Tunnel). 4xx, 404
-/// included, is an answer.
+/// included, is an answer. So is 101 (a WebSocket). A status no Response
+/// can carry to the client fails like a 5xx of the app's: an interim 1xx
+/// (workerd's fetch resolves with an origin's 100 Continue or 103 Early
+/// Hints) and anything above 599.
 pub fn classify_status(status: u16) -> Option<Failure> {
-    (500..=599)
-        .contains(&status)
-        .then_some(Failure::Status(status))
+    let forwardable = status == 101 || (200..=499).contains(&status);
+    (!forwardable).then_some(Failure::Status(status))
 }
 
 // What src/js/attempt.mjs resolves to instead of a Response, named the same
