@@ -112,12 +112,8 @@ impl WorkerConfig {
             )
         })?;
         let status_path = get("STATUS_PATH").unwrap_or_else(|| DEFAULT_STATUS_PATH.to_string());
-        if !status_path.starts_with('/') || status_path.contains(['?', '#']) || status_path == "/" {
-            return Err(error(
-                "STATUS_PATH",
-                "must be a path starting with '/', other than '/' itself, without '?' or '#'",
-            )
-            .with_value(&status_path));
+        if let Err(why) = check_status_path(&status_path) {
+            return Err(error("STATUS_PATH", why).with_value(&status_path));
         }
         // Secrets pasted with a trailing newline must still match.
         let status_token = get("STATUS_TOKEN")
@@ -232,6 +228,39 @@ impl WorkerConfig {
             })
             .collect()
     }
+}
+
+/// Why `STATUS_PATH` would not match requests byte for byte as the runtime
+/// hands them over (`target::is_status_path`), if it would not: then the
+/// status page and the admin API, tokens and all, would silently go to the
+/// origin. The runtime percent-encodes a space or a non-ASCII letter and
+/// resolves "." and ".." segments, so only what it leaves alone is taken:
+/// letters, digits and `-._~!$&'()*+,;=:@` between single slashes, no
+/// trailing slash (`/ops/` would leave `/ops` to the origin).
+fn check_status_path(path: &str) -> Result<(), &'static str> {
+    let Some(rest) = path.strip_prefix('/') else {
+        return Err("must be a path starting with '/'");
+    };
+    if rest.is_empty() {
+        return Err("must be a path other than '/' itself");
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(c);
+    for segment in rest.split('/') {
+        if segment.is_empty() {
+            return Err("has an empty segment (\"//\" or a trailing '/'); write it without");
+        }
+        if segment == "." || segment == ".." {
+            return Err("has a '.' or '..' segment, which the runtime resolves away");
+        }
+        if !segment.chars().all(allowed) {
+            return Err(
+                "may hold only letters, digits and -._~!$&'()*+,;=:@ between slashes (no \
+                 space, '%', '?', '#' or non-ASCII letter: the runtime would encode them, and \
+                 the path would never match)",
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -686,6 +715,46 @@ mod tests {
                 &[("ORIGINS", TWO), ("STATUS_PATH", "status")],
                 "STATUS_PATH",
                 "starting with '/'",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STATUS_PATH", "/")],
+                "STATUS_PATH",
+                "other than '/'",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STATUS_PATH", "/ops/")],
+                "STATUS_PATH",
+                "empty segment",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STATUS_PATH", "/a//b")],
+                "STATUS_PATH",
+                "empty segment",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STATUS_PATH", "/a/../status")],
+                "STATUS_PATH",
+                "'..' segment",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STATUS_PATH", "/ops status")],
+                "STATUS_PATH",
+                "no space",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STATUS_PATH", "/\u{e9}tat")],
+                "STATUS_PATH",
+                "non-ASCII",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STATUS_PATH", "/s%2fx")],
+                "STATUS_PATH",
+                "'%'",
+            ),
+            (
+                &[("ORIGINS", TWO), ("STATUS_PATH", "/s?x")],
+                "STATUS_PATH",
+                "'?'",
             ),
             (
                 &[("ORIGINS", TWO), ("REPLAY_BODY_MAX_BYTES", "big")],
