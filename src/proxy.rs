@@ -115,7 +115,7 @@ pub async fn proxy(
                 forward::discard(app_answer.map(|(_, res)| res));
                 // Evidence too: an older shared "down" must not override it.
                 isolate.answered(current, now);
-                let res = respond::served_by(res, &origin.name, current != route.intended);
+                let res = respond::served_by(res, origin, current != route.intended, &url);
                 if route.sets_cookie_for(config, current) {
                     let value = affinity::cookie_value(&config.origins, current);
                     let cookie = affinity::set_cookie(&value, config.affinity.ttl_s, https);
@@ -182,7 +182,7 @@ pub async fn proxy(
                 };
                 forward::discard(app_answer.map(|(_, res)| res));
                 return match res {
-                    Some(res) => respond::served_by(res, &origin.name, current != route.intended),
+                    Some(res) => respond::served_by(res, origin, current != route.intended, &url),
                     None => respond::plain(502, "the origin could not be reached"),
                 };
             }
@@ -190,7 +190,7 @@ pub async fn proxy(
                 forward::discard(failed_response);
                 return match (app_answer, config.origins.get(from)) {
                     (Some((_, res)), Some(o)) => {
-                        respond::served_by(res, &o.name, from != route.intended)
+                        respond::served_by(res, o, from != route.intended, &url)
                     }
                     (res, _) => {
                         forward::discard(res.map(|(_, res)| res));

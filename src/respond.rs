@@ -2,6 +2,7 @@
 //! `x-failover` when it is not the primary), or a one-line error of ours
 //! that never names an origin URL or address.
 
+use failover_core::edge::config::Origin;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -14,15 +15,24 @@ extern "C" {
         res: &web_sys::Response,
         origin: &str,
         failed_over: bool,
+        request_url: &str,
+        origin_url: &str,
     ) -> Result<web_sys::Response, JsValue>;
 }
 
 /// Re-wraps the origin's response so its headers can be changed. The body
 /// stream is handed over as is (never read into Wasm), and passing the
 /// response itself as the init keeps status, status text, headers and a
-/// WebSocket (101) attached.
-pub fn served_by(res: web_sys::Response, origin: &str, failed_over: bool) -> web_sys::Response {
-    served_by_js(&res, origin, failed_over)
+/// WebSocket (101) attached. A redirect to the origin's own host becomes
+/// one to the site the client asked (`request_url`; attempt.mjs
+/// `publicLocation`).
+pub fn served_by(
+    res: web_sys::Response,
+    origin: &Origin,
+    failed_over: bool,
+    request_url: &str,
+) -> web_sys::Response {
+    served_by_js(&res, &origin.name, failed_over, request_url, &origin.base)
         .unwrap_or_else(|_| plain(502, "the origin's response could not be forwarded"))
 }
 

@@ -59,7 +59,12 @@ pub async fn warm_full_path(env: Env) {
         let _ = crate::access::probe_headers(origin);
         // The Response work of a failover: our own answer, re-tagged.
         let answer = respond::plain(502, "warm");
-        drop(respond::served_by(answer, &origin.name, true));
+        drop(respond::served_by(
+            answer,
+            origin,
+            true,
+            "https://warm.invalid/",
+        ));
     }
     // The async half: a body read as the fast path hands one over (the
     // replay budget left alone: its peak is clients' bodies only), and an

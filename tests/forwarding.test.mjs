@@ -5,6 +5,7 @@ import http from "node:http";
 import { startOrigin } from "./support/origin.mjs";
 import { startWorker, originsVar } from "./support/worker.mjs";
 import { HOSTILE_PATHS } from "./support/hostile.mjs";
+import { publicLocation } from "../src/js/attempt.mjs";
 
 let primary, replica, worker;
 
@@ -74,6 +75,59 @@ test("redirects go to the client, not followed", async () => {
     assert.equal(res.headers.get("x-served-by"), "primary");
   } finally {
     primary.mode = "ok";
+  }
+});
+
+test("publicLocation: a redirect to the origin's own host becomes one to the site; nothing else is touched", () => {
+  const origin = "https://primary.example.com:8443";
+  const site = "https://www.example.com/some/page?x=1";
+  const table = [
+    // (Location, what the client gets; undefined: as the app sent it)
+    ["http://primary.example.com/dir/", "https://www.example.com/dir/"],
+    ["http://primary.example.com:8080/dir/?q=1#top", "https://www.example.com/dir/?q=1#top"],
+    ["https://PRIMARY.example.com", "https://www.example.com"],
+    ["HTTPS://primary.example.com:8443/a", "https://www.example.com/a"],
+    ["https://primary.example.com?next=/x", "https://www.example.com?next=/x"],
+    ["/relative/path", undefined],
+    ["//primary.example.com/x", "https://www.example.com/x"],
+    ["https://elsewhere.example/x", undefined],
+    ["https://primary.example.com.evil.example/x", undefined],
+    ["https://evil.example/?u=https://primary.example.com/", undefined],
+    ["https://user@primary.example.com/x", undefined],
+    ["https://primary.example.com@evil.example/x", undefined],
+    ["ftp://primary.example.com/x", undefined],
+    ["https:///x", undefined],
+    ["", undefined],
+  ];
+  for (const [location, want] of table) assert.equal(publicLocation(location, origin, site), want, location);
+  // The attempt's URL works as the origin's base; an IPv6 literal keeps its brackets.
+  assert.equal(publicLocation("http://[fd00::2]:81/a", "http://[fd00::2]:8080/x/y", "http://site.example:8787/"), "http://site.example:8787/a");
+});
+
+test("a redirect the app builds from its own Host goes to the site, on both paths", async () => {
+  const own = (path) => `http://127.0.0.1:${primary.port}${path}`;
+  primary.pathModes["/dir"] = { status: 301, location: own("/dir/?q=1") };
+  primary.pathModes["/away"] = { status: 302, location: "https://elsewhere.example/x" };
+  primary.pathModes["/rel"] = { status: 307, location: "/login" };
+  try {
+    const moved = await worker.fetch("/dir");
+    assert.equal(moved.status, 301);
+    assert.equal(moved.headers.get("location"), `${worker.url}/dir/?q=1`);
+    assert.equal(moved.headers.get("x-served-by"), "primary");
+    assert.equal((await worker.fetch("/away")).headers.get("location"), "https://elsewhere.example/x");
+    assert.equal((await worker.fetch("/rel")).headers.get("location"), "/login");
+    // The full path (the primary fails, the replica redirects to its host).
+    primary.pathModes["/dir"] = 503;
+    replica.pathModes["/dir"] = { status: 308, location: `http://127.0.0.1:${replica.port}/dir/` };
+    const over = await worker.fetch("/dir");
+    assert.equal(over.status, 308);
+    assert.equal(over.headers.get("x-served-by"), "replica");
+    assert.equal(over.headers.get("location"), `${worker.url}/dir/`);
+  } finally {
+    delete primary.pathModes["/dir"];
+    delete primary.pathModes["/away"];
+    delete primary.pathModes["/rel"];
+    delete replica.pathModes["/dir"];
   }
 });
 

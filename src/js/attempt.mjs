@@ -147,8 +147,17 @@ function failureOf(err) {
 // keeps status, status text, headers and a WebSocket (101) attached.
 // X-Served-By and x-failover are the Worker's alone: an origin's own (a
 // replica behind another copy of this Worker, a forged one) never reaches
-// the client.
-export function served_by_js(res, origin, failedOver) {
+// the client. The full path's answer (src/respond.rs): tagged, and a
+// redirect to the origin's own host made one to the site (`relocate`);
+// `requestUrl` is the client's URL, `originUrl` the origin's base. The
+// fast path calls the two halves itself, with the status it already read.
+export function served_by_js(res, origin, failedOver, requestUrl, originUrl) {
+  const out = tagged(res, origin, failedOver);
+  if (hasLocation(out.status)) relocate(out.headers, originUrl, requestUrl);
+  return out;
+}
+
+export function tagged(res, origin, failedOver) {
   const out = new Response(res.body, res);
   // One getter: each is a call into the runtime.
   const headers = out.headers;
@@ -156,6 +165,53 @@ export function served_by_js(res, origin, failedOver) {
   if (failedOver) headers.set("x-failover", origin);
   else headers.delete("x-failover");
   return out;
+}
+
+// The statuses whose Location means something: no header is read on the
+// rest.
+export function hasLocation(status) {
+  return (status >= 300 && status < 400) || status === 201;
+}
+
+// Sets the Location the client should get (`publicLocation`), if it is
+// not the one the app sent.
+export function relocate(headers, originUrl, requestUrl) {
+  const location = headers.get("location");
+  const fixed = location === null ? undefined : publicLocation(location, originUrl, requestUrl);
+  if (fixed !== undefined) headers.set("location", fixed);
+}
+
+// An http(s) URL's authority, absolute or scheme-relative ("//host/x",
+// which a browser resolves against the site): what follows "//" up to the
+// path, query or fragment; no match for a path or another scheme.
+const ABSOLUTE_HTTP = /^(?:https?:)?\/\/([^/?#]*)/i;
+
+// A host without its port (an IPv6 literal keeps its brackets), in
+// lower case; undefined when the authority carries userinfo.
+function hostOf(authority) {
+  if (authority.includes("@")) return undefined;
+  const host = authority.startsWith("[") ? authority.slice(0, authority.indexOf("]") + 1) : authority.replace(/:[0-9]*$/, "");
+  return host.toLowerCase();
+}
+
+// The Location the client should get for an origin's `location`, or
+// undefined to leave it as it is. The origin sees its own tunnel hostname
+// in Host, so an app that builds absolute redirects from Host (nginx's
+// default directory redirect, `http://primary.example.com:8080/dir/`)
+// would send the client straight to that origin, past the Worker and its
+// failover, and show it the tunnel's hostname. A Location whose host is
+// the origin's own (any scheme of http and https, any port) gets the
+// site's scheme and host instead, its path, query and fragment kept.
+// Anything else (relative, another host, userinfo) is the app's business.
+export function publicLocation(location, originUrl, requestUrl) {
+  const m = ABSOLUTE_HTTP.exec(location);
+  if (m === null) return undefined;
+  const target = hostOf(m[1]);
+  const origin = ABSOLUTE_HTTP.exec(originUrl);
+  if (target === undefined || origin === null || target === "" || target !== hostOf(origin[1])) return undefined;
+  const site = ABSOLUTE_HTTP.exec(requestUrl);
+  if (site === null) return undefined;
+  return site[0] + location.slice(m[0].length);
 }
 
 // The headers an attempt carries (both paths; Rust through

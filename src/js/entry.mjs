@@ -9,7 +9,7 @@
 // instance instead of failing forever. The health map is lost with it,
 // which is why the Rust side is written not to panic.
 import * as wasm from "./index.js";
-import { attemptThen, forward_headers, served_by_js } from "./attempt.mjs";
+import { attemptThen, forward_headers, hasLocation, relocate, tagged } from "./attempt.mjs";
 import { answered, configure, grant, instance, lease, RETRY_WORK, takeWork, upstreamPath, workDone } from "./lease.mjs";
 import { route, setsCookieFor } from "./route.mjs";
 import { bufferedLength } from "./body.mjs";
@@ -180,9 +180,11 @@ function steeredTarget(request, url, method, steer, now) {
 function attempt(request, env, ctx, target, body, now) {
   const { origin } = target;
   return attemptThen(target.url, target.method, target.headers, body, instance.timeoutMs, origin, now, (result, ended) => {
-    if (typeof result === "object" && answers(result)) {
+    const status = typeof result === "object" ? result.status : 0;
+    if (status !== 0 && answers(result, status)) {
       answered(origin, ended);
-      const out = served_by_js(result, target.name, target.failedOver);
+      const out = tagged(result, target.name, target.failedOver);
+      if (hasLocation(status)) relocate(out.headers, target.url, request.url);
       const steer = instance.steer;
       if (target.plan !== undefined && steer.cookies !== undefined && setsCookieFor(target.plan, origin, steer.weights)) {
         out.headers.append("set-cookie", steer.cookies[origin] + (target.secure ? "; Secure" : ""));
@@ -237,10 +239,9 @@ function attemptWithBody(request, env, ctx, target, bytes) {
 // The origin's answer for the client, or a failed attempt (rules.mjs, held
 // to the same fixture as Rust's classify). Location is read only for the
 // redirects an Access login uses.
-function answers(res) {
-  const s = res.status;
+function answers(res, s) {
   // A 101 is an answer only with the WebSocket it switched to: one without
-  // cannot be re-wrapped (served_by_js), and fails like a bad status.
+  // cannot be re-wrapped (attempt.mjs `tagged`), and fails like a bad status.
   if (s === 101) return res.webSocket != null;
   return isAnswer(s, s === 302 || s === 303 || s === 307 ? res.headers.get("location") : null);
 }
