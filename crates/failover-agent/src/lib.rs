@@ -11,8 +11,10 @@
 //!   feeds the result back.
 //! - `actions`: the one executor of the core's answers, for the monitor's
 //!   decisions and the API's orders alike.
-//! - `api`: the HTTP endpoints; `protocol`: the paths, orders and answers
-//!   the two agents share (a leaf: `api` and `peer` both import it).
+//! - `api`: the HTTP endpoints; `connection_slots`: who may hold one of its
+//!   connections (per address, some kept for the peer); `protocol`: the
+//!   paths, orders and answers the two agents share (a leaf: `api` and
+//!   `peer` both import it).
 //! - `peer`: calls to the peer agent; `signed_order`: who may give an order
 //!   (an operator's bearer token or the peer's HMAC); `refusals`: refused
 //!   orders, one log line a minute.
@@ -45,6 +47,7 @@ mod build;
 mod client;
 mod completion;
 mod config;
+mod connection_slots;
 mod connector;
 mod edge_drain;
 mod history;
