@@ -19,6 +19,8 @@
 //!   (an operator's bearer token or the peer's HMAC); `refusals`: refused
 //!   orders, one log line a minute.
 //! - `state`: what the monitor and the API share; `metrics`: `/metrics`.
+//! - `maintenance_flag`: whether the flag is set; one that cannot be looked
+//!   at counts as set.
 //! - `connector`: systemd / command control; `client` and `url`: outbound
 //!   HTTP with deadlines; `readiness`: reading cloudflared's `/ready`.
 //! - `notify`: `[notify]`'s webhooks, a bounded outbox per destination
@@ -52,6 +54,7 @@ mod connector;
 mod edge_drain;
 mod history;
 pub mod log;
+mod maintenance_flag;
 mod manual;
 mod metrics;
 mod monitor;
@@ -73,6 +76,7 @@ pub use client::{Client, ProbeError, Response};
 pub use completion::script as completion_script;
 pub use config::{parse_duration, Config, ConfigError, Token, DEFAULT_PATH};
 pub use connector::{ConnectorControl, ControlError, Pending};
+pub use maintenance_flag::unreadable as maintenance_flag_unreadable;
 pub use manual::{render as render_manual, SECTIONS as MANUAL_SECTIONS};
 pub use origin_command::{origin_command, OriginMode, OriginOrder};
 pub use sd_notify::watchdog_period;

@@ -419,3 +419,32 @@ async fn a_malformed_peer_answer_is_a_miss_not_a_crash() {
     // Answers 200 with a body that is not cloudflared's JSON.
     standby_takes_over_from("malformed", in_process::Answer::Fixed(200, "fl=1\n".into())).await;
 }
+
+/// A flag the agent cannot look at counts as set: the node stops serving
+/// and says it is in maintenance (it used to read as "no flag", and served).
+#[tokio::test(start_paused = true)]
+async fn a_maintenance_flag_that_cannot_be_looked_at_counts_as_set() {
+    let node = in_process::PerNode::start("flag-unreadable", "").await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    node.agent.flag_unreadable();
+    node.expect(20, "the connector stopped under the unreadable flag", |n| {
+        !n.connector.is_running()
+    })
+    .await;
+    let health = node.agent.health().await;
+    assert!(health.contains(r#""maintenance":true"#), "{health}");
+    // And it stays so: no fail-back while the flag cannot be looked at.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        !node.connector.is_running(),
+        "{}",
+        node.agent.health().await
+    );
+
+    let _ = std::fs::remove_file(&node.agent.flag);
+    node.expect(30, "serving once the flag is gone", |n| {
+        n.connector.is_ready()
+    })
+    .await;
+}
