@@ -23,7 +23,7 @@ use crate::connection_slots::{Slot, Slots, MAX_CONNECTIONS};
 use crate::log;
 use crate::protocol;
 use crate::refusals::RefusalLog;
-use crate::signed_order::{Caller, Verifier};
+use crate::signed_order::{Caller, Received, Refusal, Verifier};
 use crate::state::Shared;
 
 /// How long a connection may take to send its request head. The agents'
@@ -168,11 +168,15 @@ async fn route(
             .headers()
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
+        let request = Received {
+            method: method.as_str(),
+            path: &path,
+            from: remote.ip(),
+        };
         let checked = lock(&orders.verifier).check(
             header,
+            &request,
             shared.token.as_str(),
-            method.as_str(),
-            &path,
             shared.config.role,
             unix_ms(),
         );
@@ -189,10 +193,7 @@ async fn route(
                         refusal.as_str()
                     ));
                 }
-                json(
-                    StatusCode::UNAUTHORIZED,
-                    serde_json::json!({"error": "unauthorized"}),
-                )
+                unauthorized(refusal)
             }
         };
     }
@@ -213,6 +214,21 @@ async fn route(
             serde_json::json!({"error": "not found"}),
         ),
     }
+}
+
+/// The 401 of a refused order. Which credential failed stays unsaid (no
+/// help to a guesser), but for a bearer token from elsewhere than loopback:
+/// whoever sent it is told the rule, since no token, right or wrong, will
+/// ever pass from there.
+fn unauthorized(refusal: Refusal) -> Answer {
+    let error = match refusal {
+        Refusal::BearerNotOnLoopback => refusal.as_str(),
+        _ => "unauthorized",
+    };
+    json(
+        StatusCode::UNAUTHORIZED,
+        serde_json::json!({ "error": error }),
+    )
 }
 
 fn health(shared: &Shared) -> Answer {
