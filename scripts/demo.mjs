@@ -164,7 +164,8 @@ for (let i = 0; i < 20; i++) {
 third = await show(url);
 
 say("4. What the Worker knows: the status endpoint (GET /__failover/status with the bearer token).");
-process.stdout.write(`$ curl -H "Authorization: Bearer demo-token" ${url}__failover/status\n`);
+// The form to copy: the header on stdin keeps a real token out of ps.
+process.stdout.write(`$ curl -H @- ${url}__failover/status <<<"Authorization: Bearer demo-token"\n`);
 try {
   const res = await fetch(`${url}__failover/status`, { headers: { authorization: "Bearer demo-token" } });
   const doc = await res.json();

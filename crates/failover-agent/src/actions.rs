@@ -15,6 +15,7 @@ use crate::log;
 use crate::peer::{self, Asked};
 use crate::readiness;
 use crate::state::Shared;
+use crate::url::Url;
 
 /// Proof that the caller holds [`Shared::actions`].
 pub(crate) type Turn<'a> = tokio::sync::MutexGuard<'a, ()>;
@@ -48,12 +49,12 @@ pub(crate) async fn carry_out(shared: &Shared, outcome: &Outcome, _turn: &Turn<'
     if let Ok(now) = SystemTime::now().duration_since(UNIX_EPOCH) {
         shared.probes().last_transition_unix = Some(now.as_secs_f64());
     }
-    let mut peer_took_it = false;
+    let mut handover = None;
     let mut carried = true;
     for action in outcome.actions {
         shared.alive();
         let plan = Plan::Decision(outcome.decision);
-        match act(shared, *action, plan, &mut peer_took_it).await {
+        match act(shared, *action, plan, &mut handover).await {
             Ok(true) => {}
             // A drain cancelled (the flag went away while the edge
             // drained): the stop after it is not carried out.
@@ -97,9 +98,9 @@ pub(crate) async fn obey(
         .node()
         .order(shared.now_ms(), order)
         .map_err(Disobeyed::Refused)?;
-    let mut peer_took_it = false;
+    let mut handover = None;
     for action in actions {
-        act(shared, *action, Plan::Order, &mut peer_took_it)
+        act(shared, *action, Plan::Order, &mut handover)
             .await
             .map_err(Disobeyed::Control)?;
     }
@@ -127,12 +128,13 @@ async fn start_unless_running(shared: &Shared) -> Result<bool, ControlError> {
 
 /// One action: `Ok(false)` when the actions after it must be skipped; the
 /// error of a connector command that failed (logged here for a decision,
-/// by the API for an order).
+/// by the API for an order). `handover` keeps the peer's answer to a
+/// handover for the wait after it.
 async fn act(
     shared: &Shared,
     action: Action,
     plan: Plan,
-    peer_took_it: &mut bool,
+    handover: &mut Option<Asked>,
 ) -> Result<bool, ControlError> {
     let peer_agent = shared.config.peer_agent_url.as_ref();
     match (action, peer_agent) {
@@ -210,26 +212,11 @@ async fn act(
             Ok(true)
         }
         (Action::HandOverToPeer, Some(url)) => {
-            *peer_took_it =
-                peer::hand_over(shared, url, shared.config.command_timeout).await == Asked::Done;
+            *handover = Some(peer::hand_over(shared, url, shared.config.command_timeout).await);
             Ok(true)
         }
         (Action::AwaitPeerReady, Some(url)) => {
-            let bound = shared.config.command_timeout;
-            let ready = *peer_took_it && peer::await_ready(shared, url, bound).await;
-            if ready {
-                log::info("peer connector ready: stopping ours (make before break)");
-            } else {
-                log::error(&format!(
-                    "PEER CONNECTOR NOT READY{}: stopping the local connector anyway; the \
-                     tunnel has NO serving connector until the peer's starts",
-                    if *peer_took_it {
-                        format!(" within {} ms", bound.as_millis())
-                    } else {
-                        " (the handover was refused or not answered)".to_string()
-                    }
-                ));
-            }
+            await_peer_before_stop(shared, url, *handover).await;
             Ok(true)
         }
         (Action::DrainAtEdge, _) => Ok(edge_drain::before_stop(shared).await == Drained::Stop),
@@ -247,6 +234,43 @@ async fn act(
         // topology, the only one without a peer URL.
         (Action::AskPeerToStop | Action::HandOverToPeer | Action::AwaitPeerReady, None) => Ok(true),
     }
+}
+
+/// Make before break: waits, bounded, for the peer's connector before ours
+/// stops; the stop follows either way. Skipped only when the peer said no:
+/// an answer that came too late or was lost (its start took longer than
+/// our deadline, a packet dropped) may hide a peer that is starting, and
+/// stopping at once would leave the tunnel with no connector until it is.
+async fn await_peer_before_stop(shared: &Shared, peer_agent: &Url, handover: Option<Asked>) {
+    let bound = shared.config.command_timeout;
+    let refused = handover == Some(Asked::Refused);
+    let ready = !refused && peer::await_ready(shared, peer_agent, bound).await;
+    let unanswered = handover != Some(Asked::Done);
+    if ready {
+        log::info(&format!(
+            "peer connector ready{}: stopping ours (make before break)",
+            if unanswered {
+                " although the handover went unanswered"
+            } else {
+                ""
+            }
+        ));
+        return;
+    }
+    log::error(&format!(
+        "PEER CONNECTOR NOT READY{}: stopping the local connector anyway; the tunnel has NO \
+         serving connector until the peer's starts",
+        if refused {
+            " (the handover was refused)".to_string()
+        } else if unanswered {
+            format!(
+                " within {} ms (the handover was not answered)",
+                bound.as_millis()
+            )
+        } else {
+            format!(" within {} ms", bound.as_millis())
+        }
+    ));
 }
 
 /// Polls the local connector's `/ready` until it shows an edge connection

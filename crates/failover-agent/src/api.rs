@@ -3,7 +3,7 @@
 //! `/connector/ready` ends at the local connector, never at another checker.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -15,24 +15,16 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpSocket};
-use tokio::sync::Semaphore;
 
 use failover_core::node::{HandoverRefused, Order};
 
 use crate::actions::{self, Disobeyed};
+use crate::connection_slots::{Slot, Slots, MAX_CONNECTIONS};
 use crate::log;
 use crate::protocol;
 use crate::refusals::RefusalLog;
-use crate::signed_order::{Caller, Verifier};
+use crate::signed_order::{Caller, Received, Refusal, Verifier};
 use crate::state::Shared;
-
-/// Connections served at once; more are closed as soon as they are
-/// accepted. Every connection holds a file descriptor, and the agent's own
-/// app checks, peer looks and `systemctl` calls need some too: a flood of
-/// idle connections must cost the API, never the decisions. A pair's
-/// agents and an operator use a handful; with `LimitNOFILE=65536` in the
-/// unit the cap, not the limit, is what a flood meets.
-pub(crate) const MAX_CONNECTIONS: usize = 64;
 
 /// How long a connection may take to send its request head. The agents'
 /// own requests are one packet on a LAN; a client that opens a connection
@@ -60,7 +52,8 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let peer = peer_addresses(&shared).await;
+    let slots = Arc::new(Mutex::new(Slots::new(&peer)));
     let orders = Arc::new(Orders::default());
     let mut over_cap = RefusalLog::default();
     loop {
@@ -74,16 +67,21 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         };
         // Closed at once, unread: a slot is freed by an answer or by
         // HEADER_READ_TIMEOUT, whichever comes first.
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            drop(stream);
-            if let Some(n) = over_cap.record(shared.now_ms()) {
-                log::warn(&format!(
-                    "{n} connection(s) closed unserved: {MAX_CONNECTIONS} already open (the \
-                     latest from {}); at most one such line a minute",
-                    remote.ip()
-                ));
+        let slot = match Slot::take(&slots, remote.ip()) {
+            Ok(slot) => slot,
+            Err(refused) => {
+                drop(stream);
+                if let Some(n) = over_cap.record(shared.now_ms()) {
+                    log::warn(&format!(
+                        "{n} connection(s) closed unserved (at most {MAX_CONNECTIONS} at once, \
+                         a few of them kept for the peer); the latest from {}: {}; at most \
+                         one such line a minute",
+                        remote.ip(),
+                        refused.as_str()
+                    ));
+                }
+                continue;
             }
-            continue;
         };
         let shared = Arc::clone(&shared);
         let orders = Arc::clone(&orders);
@@ -102,6 +100,44 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 .await;
         });
     }
+}
+
+/// The peer agent's addresses, whose connections get the slots kept for
+/// them: `[peer] agent_url`'s host, an IP literal or a name resolved once,
+/// now. None without a peer, or when the name does not resolve (logged:
+/// a flood from elsewhere can then delay the peer's looks).
+async fn peer_addresses(shared: &Shared) -> Vec<IpAddr> {
+    let Some(peer) = &shared.config.peer_agent_url else {
+        return Vec::new();
+    };
+    if let Ok(ip) = peer.host.parse::<IpAddr>() {
+        return vec![ip];
+    }
+    let lookup = tokio::net::lookup_host((peer.host.as_str(), peer.port));
+    match tokio::time::timeout(shared.config.probe_timeout, lookup).await {
+        Ok(Ok(found)) => {
+            let mut addresses: Vec<IpAddr> = found.map(|a| a.ip()).collect();
+            addresses.sort_unstable();
+            addresses.dedup();
+            addresses
+        }
+        Ok(Err(e)) => {
+            warn_no_reserve(&peer.host, &e.to_string());
+            Vec::new()
+        }
+        Err(_) => {
+            warn_no_reserve(&peer.host, "no answer within probe_timeout");
+            Vec::new()
+        }
+    }
+}
+
+fn warn_no_reserve(host: &str, why: &str) {
+    log::warn(&format!(
+        "peer.agent_url's host {host} did not resolve at start ({why}): no API connections \
+         are kept for the peer, so a connection flood from elsewhere can delay its looks \
+         until the agent restarts"
+    ));
 }
 
 type Answer = Response<Full<Bytes>>;
@@ -132,11 +168,15 @@ async fn route(
             .headers()
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
+        let request = Received {
+            method: method.as_str(),
+            path: &path,
+            from: remote.ip(),
+        };
         let checked = lock(&orders.verifier).check(
             header,
+            &request,
             shared.token.as_str(),
-            method.as_str(),
-            &path,
             shared.config.role,
             unix_ms(),
         );
@@ -153,10 +193,7 @@ async fn route(
                         refusal.as_str()
                     ));
                 }
-                json(
-                    StatusCode::UNAUTHORIZED,
-                    serde_json::json!({"error": "unauthorized"}),
-                )
+                unauthorized(refusal)
             }
         };
     }
@@ -177,6 +214,21 @@ async fn route(
             serde_json::json!({"error": "not found"}),
         ),
     }
+}
+
+/// The 401 of a refused order. Which credential failed stays unsaid (no
+/// help to a guesser), but for a bearer token from elsewhere than loopback:
+/// whoever sent it is told the rule, since no token, right or wrong, will
+/// ever pass from there.
+fn unauthorized(refusal: Refusal) -> Answer {
+    let error = match refusal {
+        Refusal::BearerNotOnLoopback => refusal.as_str(),
+        _ => "unauthorized",
+    };
+    json(
+        StatusCode::UNAUTHORIZED,
+        serde_json::json!({ "error": error }),
+    )
 }
 
 fn health(shared: &Shared) -> Answer {

@@ -99,7 +99,7 @@ pub(crate) async fn before_stop(shared: &Shared) -> Drained {
     );
     loop {
         shared.alive();
-        let flag = shared.config.maintenance_flag.exists();
+        let flag = shared.maintenance_flag.is_set();
         let in_effect = admin.drain_in_effect(origin).await.ok();
         let requests = requests_in_flight(shared).await;
         match wait.observe(shared.now_ms(), flag, in_effect, requests) {

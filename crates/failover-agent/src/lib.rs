@@ -11,12 +11,16 @@
 //!   feeds the result back.
 //! - `actions`: the one executor of the core's answers, for the monitor's
 //!   decisions and the API's orders alike.
-//! - `api`: the HTTP endpoints; `protocol`: the paths, orders and answers
-//!   the two agents share (a leaf: `api` and `peer` both import it).
+//! - `api`: the HTTP endpoints; `connection_slots`: who may hold one of its
+//!   connections (per address, some kept for the peer); `protocol`: the
+//!   paths, orders and answers the two agents share (a leaf: `api` and
+//!   `peer` both import it).
 //! - `peer`: calls to the peer agent; `signed_order`: who may give an order
 //!   (an operator's bearer token or the peer's HMAC); `refusals`: refused
 //!   orders, one log line a minute.
 //! - `state`: what the monitor and the API share; `metrics`: `/metrics`.
+//! - `maintenance_flag`: whether the flag is set; one that cannot be looked
+//!   at counts as set.
 //! - `connector`: systemd / command control; `client` and `url`: outbound
 //!   HTTP with deadlines; `readiness`: reading cloudflared's `/ready`.
 //! - `notify`: `[notify]`'s webhooks, a bounded outbox per destination
@@ -45,10 +49,12 @@ mod build;
 mod client;
 mod completion;
 mod config;
+mod connection_slots;
 mod connector;
 mod edge_drain;
 mod history;
 pub mod log;
+mod maintenance_flag;
 mod manual;
 mod metrics;
 mod monitor;
@@ -70,6 +76,7 @@ pub use client::{Client, ProbeError, Response};
 pub use completion::script as completion_script;
 pub use config::{parse_duration, Config, ConfigError, Token, DEFAULT_PATH};
 pub use connector::{ConnectorControl, ControlError, Pending};
+pub use maintenance_flag::unreadable as maintenance_flag_unreadable;
 pub use manual::{render as render_manual, SECTIONS as MANUAL_SECTIONS};
 pub use origin_command::{origin_command, OriginMode, OriginOrder};
 pub use sd_notify::watchdog_period;

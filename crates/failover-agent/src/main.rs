@@ -269,6 +269,9 @@ fn settings(path: &Path) -> Result<Config, ExitCode> {
 fn check_config(path: &Path, config: &Config, probe: bool) -> ExitCode {
     println!("# {}: valid; the effective settings:", path.display());
     print!("{}", config.describe());
+    if let Some(warning) = failover_agent::maintenance_flag_unreadable(&config.maintenance_flag) {
+        println!("# warning: {warning}");
+    }
     if probe {
         probe_egress(config);
     }

@@ -131,7 +131,9 @@ fn files(roff: &mut Roff) {
         roff,
         "/var/lib/failover-agent/maintenance",
         "The maintenance flag (maintenance_flag): while it exists this node's connector is \
-         stopped and never started by the agent. Written by the maintenance command.",
+         stopped and never started by the agent; one the agent cannot look at (its \
+         directory not searchable, a symlink loop) counts as set. Written by the maintenance \
+         command.",
     );
     item(
         roff,

@@ -142,7 +142,7 @@ async fn app_once(shared: &Shared, seen: &mut Seen, turn: &Turn<'_>) {
 /// The maintenance flag, the connector's process state and, with a tunnel
 /// per node, its readiness.
 async fn local_once(shared: &Shared, seen: &mut Seen, turn: &Turn<'_>) {
-    let flag = shared.config.maintenance_flag.exists();
+    let flag = shared.maintenance_flag.is_set();
     let outcome = shared.node().set_maintenance(shared.now_ms(), flag);
     let changed = seen.flag.is_some_and(|was| was != flag).then_some(flag);
     seen.flag = Some(flag);

@@ -2,7 +2,10 @@
 //! agent proves it is the peer without sending the token.
 //!
 //! - An operator sends `Authorization: Bearer <token>` (the README's curl
-//!   examples): on loopback or a management network, typed by a person.
+//!   example), on loopback only: a bearer order from any other address is
+//!   refused before its token is looked at. The token crosses the wire in
+//!   clear text with it, and it is also the key of the peers' signatures;
+//!   a peer never needs it, it signs.
 //! - The peer agent sends `Authorization: Failover-HMAC-SHA256
 //!   ts=<unix ms>,nonce=<32 hex>,sig=<64 hex>`: an HMAC-SHA256, keyed by the
 //!   shared token, over the method, the path, the recipient's role, the
@@ -19,6 +22,7 @@
 //! Pure but for the HMAC: the clock is an argument.
 
 use std::collections::VecDeque;
+use std::net::IpAddr;
 
 use failover_core::node::Role;
 use failover_core::secret::bearer_matches;
@@ -56,6 +60,9 @@ pub(crate) enum Refusal {
     NoCredentials,
     /// A bearer token that is not ours.
     WrongToken,
+    /// A bearer token from an address other than loopback, whatever the
+    /// token.
+    BearerNotOnLoopback,
     /// A signed order whose header does not parse.
     Malformed,
     /// A signed order whose signature is not ours (wrong token, another
@@ -73,6 +80,9 @@ impl Refusal {
         match self {
             Refusal::NoCredentials => "no credentials",
             Refusal::WrongToken => "wrong bearer token",
+            Refusal::BearerNotOnLoopback => {
+                "Bearer is accepted on loopback only (peers sign their orders)"
+            }
             Refusal::Malformed => "malformed signature header",
             Refusal::BadSignature => "bad signature",
             Refusal::OutsideWindow => {
@@ -81,6 +91,14 @@ impl Refusal {
             Refusal::Replayed => "signed order replayed",
         }
     }
+}
+
+/// An order as it reached the API: what it asks, and from where.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Received<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub from: IpAddr,
 }
 
 /// The role an order to the peer is addressed to.
@@ -187,9 +205,8 @@ impl Verifier {
     pub(crate) fn check(
         &mut self,
         authorization: Option<&str>,
+        request: &Received<'_>,
         token: &str,
-        method: &str,
-        path: &str,
         me: Role,
         now_unix_ms: u64,
     ) -> Result<Caller, Refusal> {
@@ -201,6 +218,11 @@ impl Verifier {
             if !scheme.eq_ignore_ascii_case("bearer") {
                 return Err(Refusal::NoCredentials);
             }
+            // Before the token is compared: from elsewhere, right or wrong
+            // get the same answer.
+            if !request.from.to_canonical().is_loopback() {
+                return Err(Refusal::BearerNotOnLoopback);
+            }
             return if bearer_matches(Some(header), token) {
                 Ok(Caller::Operator)
             } else {
@@ -208,7 +230,7 @@ impl Verifier {
             };
         }
         let signed = parse(rest).ok_or(Refusal::Malformed)?;
-        let message = signed_text(method, path, me, signed.ts, signed.nonce);
+        let message = signed_text(request.method, request.path, me, signed.ts, signed.nonce);
         let key = hmac::Key::new(hmac::HMAC_SHA256, token.as_bytes());
         // ring compares in constant time.
         hmac::verify(&key, message.as_bytes(), &signed.sig).map_err(|_| Refusal::BadSignature)?;
@@ -252,14 +274,16 @@ mod tests {
     }
 
     fn check(v: &mut Verifier, header: &str, now: u64) -> Result<Caller, Refusal> {
-        v.check(
-            Some(header),
-            TOKEN,
-            "POST",
-            "/failover/stop",
-            Role::Primary,
-            now,
-        )
+        check_from(v, header, "127.0.0.1", now)
+    }
+
+    fn check_from(v: &mut Verifier, header: &str, from: &str, now: u64) -> Result<Caller, Refusal> {
+        let request = Received {
+            method: "POST",
+            path: "/failover/stop",
+            from: from.parse().unwrap(),
+        };
+        v.check(Some(header), &request, TOKEN, Role::Primary, now)
     }
 
     #[test]
@@ -332,11 +356,51 @@ mod tests {
             check(&mut v, "Bearer not-the-token", T0),
             Err(Refusal::WrongToken)
         );
+        let request = Received {
+            method: "POST",
+            path: "/",
+            from: "127.0.0.1".parse().unwrap(),
+        };
         assert_eq!(
-            v.check(None, TOKEN, "POST", "/", Role::Primary, T0),
+            v.check(None, &request, TOKEN, Role::Primary, T0),
             Err(Refusal::NoCredentials)
         );
         assert_eq!(check(&mut v, "Basic eDp5", T0), Err(Refusal::NoCredentials));
+    }
+
+    /// (from, verdict on the right bearer token, on a wrong one): loopback
+    /// in any spelling, and nothing else, whatever the token.
+    #[test]
+    fn a_bearer_token_is_accepted_on_loopback_only() {
+        let right = format!("Bearer {TOKEN}");
+        let wrong = "Bearer not-the-token";
+        let not_here = Err(Refusal::BearerNotOnLoopback);
+        type Verdict = Result<Caller, Refusal>;
+        let table: &[(&str, Verdict, Verdict)] = &[
+            ("127.0.0.1", Ok(Caller::Operator), Err(Refusal::WrongToken)),
+            ("127.0.0.2", Ok(Caller::Operator), Err(Refusal::WrongToken)),
+            ("::1", Ok(Caller::Operator), Err(Refusal::WrongToken)),
+            (
+                "::ffff:127.0.0.1",
+                Ok(Caller::Operator),
+                Err(Refusal::WrongToken),
+            ),
+            ("10.0.0.2", not_here, not_here),
+            ("192.0.2.2", not_here, not_here),
+            ("fd00::2", not_here, not_here),
+            ("::ffff:10.0.0.2", not_here, not_here),
+        ];
+        for (from, with_right, with_wrong) in table {
+            let mut v = Verifier::default();
+            assert_eq!(check_from(&mut v, &right, from, T0), *with_right, "{from}");
+            assert_eq!(check_from(&mut v, wrong, from, T0), *with_wrong, "{from}");
+        }
+        // The peer signs, from wherever it is.
+        let mut v = Verifier::default();
+        assert_eq!(
+            check_from(&mut v, &order(T0, 1), "10.0.0.2", T0),
+            Ok(Caller::Peer)
+        );
     }
 
     /// Forged, broken and huge headers are refused, never a panic.

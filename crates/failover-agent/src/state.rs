@@ -14,6 +14,7 @@ use crate::client::Client;
 use crate::config::{Config, Token};
 use crate::connector::ConnectorControl;
 use crate::history::History;
+use crate::maintenance_flag::MaintenanceFlag;
 use crate::notify::{Destination, Hidden, Outbox};
 use crate::sd_notify;
 
@@ -42,6 +43,8 @@ pub(crate) struct Shared {
     pub token: Token,
     pub client: Client,
     pub control: Box<dyn ConnectorControl>,
+    /// `maintenance_flag`, looked at by the monitor and a drain's wait.
+    pub maintenance_flag: MaintenanceFlag,
     /// `[notify]`: messages waiting, per destination.
     pub outbox: Arc<Outbox>,
     /// Who the agent's events say they are from.
@@ -103,6 +106,7 @@ impl Shared {
         };
         let history = History::load(&config.state_dir);
         Shared {
+            maintenance_flag: MaintenanceFlag::new(&config.maintenance_flag),
             config,
             token,
             client,

@@ -82,6 +82,33 @@ fn check_config_prints_one_aligned_key_a_line_and_never_the_token() {
     let _ = path;
 }
 
+/// A flag nobody can look at (here a symlink loop; for the agent's user,
+/// also a directory it may not search): check-config says the agent will
+/// treat it as set, and still passes (the flag is the operator's to fix).
+#[test]
+fn check_config_warns_of_a_maintenance_flag_that_cannot_be_looked_at() {
+    let dir = Scratch::new("cli-flag");
+    let node = node();
+    node.write_config(&dir);
+    let flag = node.flag(&dir);
+    std::os::unix::fs::symlink(flag.file_name().unwrap(), &flag).unwrap();
+    let out = node.run_cli(&dir, &["check-config", "--no-probe"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    let warning = stdout
+        .lines()
+        .find(|l| l.starts_with("# warning: maintenance_flag"))
+        .unwrap_or_else(|| panic!("no warning about the flag:\n{stdout}"));
+    assert!(warning.contains("treated as SET"), "{warning}");
+
+    std::fs::remove_file(&flag).unwrap();
+    let out = node.run_cli(&dir, &["check-config", "--no-probe"]);
+    assert!(
+        !text(&out.stdout).contains("# warning: maintenance_flag"),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn a_syntax_error_names_the_file_line_and_column() {
     let dir = Scratch::new("cli-syntax");

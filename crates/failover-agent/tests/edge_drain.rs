@@ -174,6 +174,32 @@ async fn maintenance_drains_at_the_worker_waits_for_quiet_then_stops_and_fail_ba
     assert_eq!(worker.api.requests().len(), asked);
 }
 
+/// A flag that becomes unreadable during the drain's wait is still set:
+/// the drain goes on to its stop (it used to read as "flag removed": the
+/// drain was cancelled, the origin given back, and the node served).
+#[tokio::test(start_paused = true)]
+async fn a_flag_unreadable_during_the_drain_does_not_cancel_it() {
+    let worker = Worker::start().await;
+    let secrets = Dir::new("drain-unreadable-secrets");
+    let node = PerNode::start(
+        "drain-unreadable-node",
+        &worker_section(&worker, &secrets, ""),
+    )
+    .await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    node.in_flight(1);
+    node.agent.maintenance(true);
+    seconds(3).await;
+    assert_eq!(worker.modes(), ["drain"]);
+    node.agent.flag_unreadable();
+    seconds(3).await;
+    node.in_flight(0);
+    node.expect(15, "stopped once quiet", |n| !n.connector.is_running())
+        .await;
+    assert_eq!(worker.modes(), ["drain"], "the drain was given back");
+}
+
 /// A WebSocket that never ends: the stop waits `drain_timeout`, no more.
 #[tokio::test(start_paused = true)]
 async fn drain_timeout_bounds_the_wait() {

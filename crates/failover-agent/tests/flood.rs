@@ -2,19 +2,23 @@
 //! descriptor limit lowered to 256 (as a unit without `LimitNOFILE` would
 //! meet a flood a little later), and 300 connections opened and held idle.
 //! The decisions must not notice: no withdrawal of a healthy node, and
-//! `/health` answers soon after.
+//! `/health` answers soon after. And a flood kept up from several other
+//! addresses (loopback aliases, 127.0.0.2-9) while the peer (127.0.0.1,
+//! the host of `[peer] agent_url`) looks: every look is answered.
 
 // Test code: a failed unwrap here is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
-use std::net::TcpStream;
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{free_port, http, Proc, Scratch, AGENT, FAKE, TOKEN};
+use support::{free_port, http, NodeSpec, Proc, Scratch, AGENT, FAKE, POLL_MS, TOKEN};
 
 /// The fd limit of the agent under test.
 const NOFILE: u64 = 256;
@@ -159,6 +163,113 @@ url = "http://127.0.0.1:{edge_port}/cdn-cgi/trace"
     }
     assert!(pid.exists(), "the connector was stopped:\n{}", log());
     drop(held);
+}
+
+/// Flooding addresses: eight, so that at eight connections each they could
+/// hold all 64 slots if none were kept for the peer.
+const FLOODERS: std::ops::RangeInclusive<u8> = 2..=9;
+
+#[test]
+fn a_flood_from_other_addresses_leaves_the_peer_its_looks() {
+    let _serial = support::serial();
+    let dir = Scratch::new("flood-peer");
+    // A primary whose peer is 127.0.0.1 (nobody listens there: the primary
+    // serves alone); the test's own requests from 127.0.0.1 are the peer's.
+    let node = NodeSpec {
+        name: "primary",
+        role: "primary",
+        agent_port: free_port(),
+        connector_port: free_port(),
+        edge_port: free_port(),
+        peer_agent_port: free_port(),
+        peer_connector_port: None,
+        poll_ms: POLL_MS,
+        takeover_after: support::TAKEOVER_AFTER,
+    };
+    let _edge = support::egress_server(node.edge_port, &dir.path("edge.log"));
+    let _agent = node.start_agent(&dir);
+    let _cleanup = support::StopConnectorOnDrop(&node, &dir);
+    let log = || std::fs::read_to_string(dir.path("primary.log")).unwrap_or_default();
+    assert!(
+        support::eventually(30, || support::ready(node.connector_port)),
+        "the primary never served:\n{}",
+        log()
+    );
+
+    let flooding = Arc::new(AtomicBool::new(true));
+    let flooder = {
+        let flooding = Arc::clone(&flooding);
+        let port = node.agent_port;
+        std::thread::spawn(move || flood_from(&FLOODERS.collect::<Vec<_>>(), port, &flooding))
+    };
+    // Longer than HEADER_READ_TIMEOUT: the slots are the flood's by now.
+    std::thread::sleep(Duration::from_secs(3));
+
+    // The peer's looks, one request each, as its agent sends them.
+    let mut missed = Vec::new();
+    for look in 0..10 {
+        for path in ["/connector/ready", "/health"] {
+            if http_within(node.agent_port, path, Duration::from_secs(2)).is_none() {
+                missed.push(format!("look {look}: {path}"));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    flooding.store(false, Ordering::SeqCst);
+    let opened = flooder.join().unwrap();
+    assert!(
+        missed.is_empty(),
+        "the peer's looks went unanswered during a flood of {opened} connections from \
+         127.0.0.{}-{}: {missed:?}\n{}",
+        FLOODERS.start(),
+        FLOODERS.end(),
+        log()
+    );
+    assert!(
+        log().contains("closed unserved"),
+        "the flood was never turned away (no flood?):\n{}",
+        log()
+    );
+}
+
+/// Every 250 ms, ten new connections from each of `sources`, each held
+/// idle for 2.5 s: more than an address may hold, renewed faster than the
+/// agent's header timeout frees a slot. How many were opened.
+fn flood_from(sources: &[u8], port: u16, flooding: &AtomicBool) -> usize {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let target = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut held: std::collections::VecDeque<(Instant, tokio::net::TcpStream)> =
+            std::collections::VecDeque::new();
+        let mut opened = 0;
+        while flooding.load(Ordering::SeqCst) {
+            for last_octet in sources {
+                for _ in 0..10 {
+                    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                    let source = SocketAddr::from((Ipv4Addr::new(127, 0, 0, *last_octet), 0));
+                    socket.bind(source).unwrap();
+                    if let Ok(Ok(stream)) =
+                        tokio::time::timeout(Duration::from_millis(200), socket.connect(target))
+                            .await
+                    {
+                        held.push_back((Instant::now(), stream));
+                        opened += 1;
+                    }
+                }
+            }
+            while held
+                .front()
+                .is_some_and(|(at, _)| at.elapsed() > Duration::from_millis(2_500))
+            {
+                held.pop_front();
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        opened
+    })
 }
 
 /// One GET with `budget` for the whole exchange; the body if it answered.

@@ -168,3 +168,109 @@ fn a_peers_hostile_answer_is_one_escaped_bounded_line() {
     assert!(refused.contains("more bytes not shown"), "{refused}");
     assert!(refused.len() < 1024, "{} bytes: {refused}", refused.len());
 }
+
+/// This host's address on a network, not loopback: where a connection to
+/// it comes from too. `None` on a host with no route off loopback.
+fn lan_address() -> Option<std::net::Ipv4Addr> {
+    // A UDP "connect" sends nothing: it only picks the route's source.
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("8.8.8.8:53").ok()?;
+    match socket.local_addr().ok()?.ip() {
+        std::net::IpAddr::V4(v4) if !v4.is_loopback() && !v4.is_unspecified() => Some(v4),
+        _ => None,
+    }
+}
+
+/// One POST to `ip:port` with a raw `Authorization`; status and body.
+fn post_to(
+    ip: std::net::Ipv4Addr,
+    port: u16,
+    path: &str,
+    authorization: &str,
+) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect((ip, port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: agent\r\nauthorization: {authorization}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let status = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, text.split_once("\r\n\r\n")?.1.to_string()))
+}
+
+/// The token is the HMAC key of the peers' orders and crosses the wire in
+/// clear text in a bearer header: an agent listening on the LAN takes a
+/// bearer order from loopback only, and says so; the peer's signed orders
+/// come from anywhere.
+#[test]
+fn a_bearer_order_from_off_loopback_is_refused_whatever_the_token() {
+    let Some(lan) = lan_address() else {
+        eprintln!("skipped: this host has no address off loopback");
+        return;
+    };
+    let _serial = support::serial();
+    let dir = Scratch::new("bearer-lan");
+    // Slow clocks: it decides nothing while it is ordered about.
+    let primary = node("primary", "primary", free_port(), 60_000);
+    let config = primary.write_config(&dir);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replace("listen = \"127.0.0.1:", "listen = \"0.0.0.0:");
+    std::fs::write(&config, text).unwrap();
+    let log_file = std::fs::File::create(dir.path("primary.log")).unwrap();
+    let _agent = support::Proc(
+        std::process::Command::new(support::AGENT)
+            .args(["--config", &config.to_string_lossy(), "run"])
+            .stdout(std::process::Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .unwrap(),
+    );
+    let _cleanup = support::StopConnectorOnDrop(&primary, &dir);
+    let port = primary.agent_port;
+    let log = || std::fs::read_to_string(dir.path("primary.log")).unwrap_or_default();
+    assert!(
+        support::eventually(10, || post_to(lan, port, "/health", "x").is_some()),
+        "the agent never answered on {lan}:\n{}",
+        log()
+    );
+
+    // On loopback, the operator's bearer token works.
+    let started = http("POST", port, "/failover/start", Some(TOKEN));
+    assert_eq!(started.map(|a| a.0), Some(200), "{}", log());
+    assert!(support::eventually(10, || primary.connector_running(&dir)));
+
+    // From the LAN, the right token is refused like a wrong one, and told why.
+    for bearer in [TOKEN, "not-the-token"] {
+        let answer = post_to(lan, port, "/failover/stop", &format!("Bearer {bearer}"));
+        let (status, body) = answer.unwrap_or_else(|| panic!("no answer:\n{}", log()));
+        assert_eq!(status, 401, "{body}");
+        assert!(body.contains("loopback only"), "{body}");
+        assert!(body.contains("peers sign"), "{body}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        primary.connector_running(&dir),
+        "stopped by a LAN bearer order"
+    );
+
+    // The peer signs, from the LAN.
+    let signed = sign_order(
+        TOKEN,
+        "POST",
+        "/failover/stop",
+        Role::Primary,
+        unix_ms(),
+        &[9; NONCE_LEN],
+    );
+    assert_eq!(
+        post_to(lan, port, "/failover/stop", &signed).map(|a| a.0),
+        Some(200)
+    );
+    assert!(support::eventually(10, || !primary.connector_running(&dir)));
+}

@@ -419,3 +419,132 @@ async fn a_malformed_peer_answer_is_a_miss_not_a_crash() {
     // Answers 200 with a body that is not cloudflared's JSON.
     standby_takes_over_from("malformed", in_process::Answer::Fixed(200, "fl=1\n".into())).await;
 }
+
+/// A flag the agent cannot look at counts as set: the node stops serving
+/// and says it is in maintenance (it used to read as "no flag", and served).
+#[tokio::test(start_paused = true)]
+async fn a_maintenance_flag_that_cannot_be_looked_at_counts_as_set() {
+    let node = in_process::PerNode::start("flag-unreadable", "").await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    node.agent.flag_unreadable();
+    node.expect(20, "the connector stopped under the unreadable flag", |n| {
+        !n.connector.is_running()
+    })
+    .await;
+    let health = node.agent.health().await;
+    assert!(health.contains(r#""maintenance":true"#), "{health}");
+    // And it stays so: no fail-back while the flag cannot be looked at.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        !node.connector.is_running(),
+        "{}",
+        node.agent.health().await
+    );
+
+    let _ = std::fs::remove_file(&node.agent.flag);
+    node.expect(30, "serving once the flag is gone", |n| {
+        n.connector.is_ready()
+    })
+    .await;
+}
+
+/// A peer agent whose connector starts on a handover but whose answer
+/// comes too late (after the caller's deadline): its `/connector/ready`
+/// shows ready `ready_after` the handover arrived; the handover itself is
+/// never answered. Other orders get 200.
+struct LatePeer {
+    port: u16,
+    /// When the peer's connector is ready, once a handover arrived.
+    ready_at: Arc<std::sync::Mutex<Option<tokio::time::Instant>>>,
+}
+
+impl LatePeer {
+    async fn start(ready_after: Duration) -> LatePeer {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = in_process::Agent::listener().await;
+        let port = listener.local_addr().unwrap().port();
+        let ready_at = Arc::new(std::sync::Mutex::new(None::<tokio::time::Instant>));
+        let shared = Arc::clone(&ready_at);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let ready_at = Arc::clone(&shared);
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let now = tokio::time::Instant::now();
+                    let (status, body) = if head.starts_with("POST /failover/handover ") {
+                        ready_at.lock().unwrap().get_or_insert(now + ready_after);
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        return;
+                    } else if head.starts_with("GET /connector/ready ") {
+                        match *ready_at.lock().unwrap() {
+                            Some(at) if now >= at => {
+                                (200, r#"{"status":200,"readyConnections":4}"#)
+                            }
+                            _ => (503, r#"{"status":503,"readyConnections":0}"#),
+                        }
+                    } else {
+                        (200, r#"{"connector":"stopped"}"#)
+                    };
+                    let text = format!(
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(text.as_bytes()).await;
+                });
+            }
+        });
+        LatePeer { port, ready_at }
+    }
+}
+
+/// Make before break when the handover's answer is lost: the primary looks
+/// at the peer's connector before stopping its own, as after a "yes" (it
+/// used to stop at once, and the tunnel had no serving connector until
+/// the peer's registered).
+#[tokio::test(start_paused = true)]
+async fn a_handover_answered_too_late_still_waits_for_the_peers_readiness() {
+    let dir = in_process::Dir::new("late-handover");
+    let egress = in_process::Egress::start().await;
+    let connector = in_process::Connector::new(Arc::clone(&egress)).await;
+    // Past the handover's deadline (command_timeout 5 s + probe_timeout
+    // 750 ms), within the wait for readiness after it (5 s more).
+    let peer = LatePeer::start(Duration::from_secs(7)).await;
+    let spec = in_process::Spec {
+        role: "primary",
+        poll_ms: support::POLL_MS,
+        takeover_after: 3,
+        connector_ready_url: connector.ready_url(),
+        peer_agent_port: peer.port,
+        peer_connector_ready_url: None,
+        egress_port: egress.port(),
+        flag: dir.path("maintenance"),
+    };
+    let agent = in_process::Agent::start(&spec, in_process::Agent::listener().await, &connector);
+    assert!(
+        in_process::eventually(20, || async { connector.is_ready() }).await,
+        "the primary never served: {}",
+        agent.health().await
+    );
+    agent.maintenance(true);
+    assert!(
+        in_process::eventually(30, || async { !connector.is_running() }).await,
+        "the primary never stopped: {}",
+        agent.health().await
+    );
+    let ready_at = peer.ready_at.lock().unwrap().expect("a handover arrived");
+    let stopped_at = *connector.stops.lock().unwrap().last().unwrap();
+    assert!(
+        stopped_at >= ready_at,
+        "stopped {:?} before the peer's connector was ready",
+        ready_at - stopped_at
+    );
+}

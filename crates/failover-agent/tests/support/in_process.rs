@@ -352,6 +352,18 @@ url = "http://127.0.0.1:{egress}/cdn-cgi/trace"
             .unwrap_or_default()
     }
 
+    /// The flag's path made a symlink to itself: every look at it fails
+    /// (ELOOP), for root too, as a directory the agent may not search
+    /// would for its own user.
+    pub fn flag_unreadable(&self) {
+        let _ = std::fs::remove_file(&self.flag);
+        std::os::unix::fs::symlink(self.flag.file_name().unwrap(), &self.flag).unwrap();
+        assert!(
+            self.flag.try_exists().is_err(),
+            "the flag is still readable"
+        );
+    }
+
     pub fn maintenance(&self, on: bool) {
         if on {
             std::fs::write(&self.flag, b"maintenance\n").unwrap();
