@@ -169,10 +169,11 @@ mod tests {
     #[test]
     fn default_is_todays_rule() {
         let e = HealthExpect::default();
-        for status in [100, 200, 204, 301, 404, 429, 499] {
+        for status in [101, 200, 204, 301, 404, 429, 499] {
             assert!(e.accepts(status), "{status}");
         }
-        for status in [500, 502, 530, 599] {
+        // An interim 1xx or a status past 599 is no answer (classify).
+        for status in [100, 103, 500, 502, 530, 599, 600] {
             assert!(!e.accepts(status), "{status}");
             let by_rules = classify_status(status);
             assert_eq!(

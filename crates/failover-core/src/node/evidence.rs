@@ -129,6 +129,15 @@ pub enum Evidence {
         /// The last look, both paths described.
         last: String,
     },
+    /// A start is due, but the connector was not running at the first
+    /// look after each of the last starts: the next one waits `pause_ms`
+    /// after the last failed one (`start_backoff`).
+    StartsFailing {
+        /// Starts in a row the next look found not running.
+        failed_in_a_row: u32,
+        /// How long the next start waits after the last failed one.
+        pause_ms: u64,
+    },
     /// Fail-back: egress is proven (and the app up, if one is watched).
     EgressProven {
         /// Good egress checks in a row, not capped (unlike
@@ -246,6 +255,15 @@ impl fmt::Display for Evidence {
                 f,
                 "peer connector ready for {ready_in_a_row} check(s) in a row (last: {last}): \
                  stopping the local connector"
+            ),
+            Evidence::StartsFailing {
+                failed_in_a_row,
+                pause_ms,
+            } => write!(
+                f,
+                "the local connector was not running at the first look after each of its last \
+                 {failed_in_a_row} start(s): starting it again {} s after the last one",
+                pause_ms / 1000
             ),
             Evidence::EgressProven { good_in_a_row, app } => write!(
                 f,

@@ -15,6 +15,7 @@ use super::order::Order;
 use super::peer_watch::PeerWatch;
 use super::readiness::{PeerView, Readiness};
 use super::schedule::{Check, Schedule};
+use super::start_backoff::StartBackoff;
 use super::timing::Timing;
 use super::topology::Topology;
 
@@ -172,6 +173,8 @@ pub struct Node {
     /// An operator started the connector through the API while the
     /// maintenance flag was set: no drain until the flag next changes.
     operator_started: bool,
+    /// Starts that the next look found not running: the next one waits.
+    starts: StartBackoff,
 }
 
 impl Node {
@@ -219,6 +222,7 @@ impl Node {
             reasons: ReasonCounts::default(),
             asked_peer: false,
             operator_started: false,
+            starts: StartBackoff::new(poll),
         }
     }
 
@@ -282,6 +286,7 @@ impl Node {
     /// The local connector's process state (systemd `is-active`, or the
     /// status command).
     pub fn observe_local(&mut self, now_ms: u64, running: bool) -> Outcome {
+        self.starts.observed(now_ms, running);
         let changed = self.local_running != Some(running);
         self.local_running = Some(running);
         if !running {
@@ -508,6 +513,7 @@ impl Node {
 
     /// Our connector was just started: its readiness is watched afresh.
     fn started_now(&mut self) {
+        self.starts.started();
         self.local_running = Some(true);
         self.local_ready = None;
         self.own = PeerWatch::new(&self.timing);
@@ -523,11 +529,23 @@ impl Node {
             // The take-over episode ends once the peer is seen ready again.
             self.asked_peer = false;
         }
-        let outcome = self.rule(now_ms, hold);
+        let outcome = self.paced(now_ms, self.rule(now_ms, hold));
         if !outcome.is_hold() {
             self.carry_out(now_ms, &outcome);
         }
         self.last = outcome.clone();
+        outcome
+    }
+
+    /// `outcome`, unless it starts the connector while the starts before
+    /// it did not stick ([`StartBackoff`]): then a hold that says so.
+    fn paced(&self, now_ms: u64, outcome: Outcome) -> Outcome {
+        if outcome.actions.contains(&Action::StartLocal) && self.starts.holds(now_ms) {
+            return Outcome::hold(Evidence::StartsFailing {
+                failed_in_a_row: self.starts.failed_in_a_row(),
+                pause_ms: self.starts.pause_ms(),
+            });
+        }
         outcome
     }
 
@@ -756,6 +774,48 @@ mod tests {
         for t in 1..10 {
             assert!(s.observe_egress(t, true).is_hold());
         }
+    }
+
+    #[test]
+    fn a_connector_that_exits_after_every_start_is_started_less_and_less_often() {
+        let timing = Timing::default();
+        let poll = timing.poll_interval_ms;
+        let mut n = Node::new(Role::Primary, timing, None, 0);
+        n.observe_local(0, false);
+        n.observe_egress(1, true);
+        n.observe_egress(2, true);
+        // An hour of looks at a connector that is never found running, with
+        // the egress check every other look (60 s) keeping egress proven.
+        let mut starts = Vec::new();
+        for look in 1..=120u64 {
+            let t = look * poll;
+            let mut outcomes = Vec::new();
+            if look % 2 == 0 {
+                outcomes.push(n.observe_egress(t - 1, true));
+            }
+            outcomes.push(n.observe_local(t, false));
+            for o in outcomes {
+                if o.decision == Decision::FailBack {
+                    starts.push(look);
+                } else if let Evidence::StartsFailing { pause_ms, .. } = o.evidence {
+                    assert!(pause_ms >= poll, "look {look}: {pause_ms}");
+                }
+            }
+        }
+        // Undamped: a start at every look. Here the gaps grow to 16 polls.
+        println!("starts at looks {starts:?}");
+        let gaps: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(starts.len() <= 12, "{starts:?}");
+        assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "{gaps:?}");
+        assert!(gaps.last().is_some_and(|&g| g >= 16), "{gaps:?}");
+        // The first start came with the second egress check, before the loop.
+        assert_eq!(n.snapshot().failbacks, starts.len() as u64 + 1);
+        // Seen running once: the streak is over, a later stop is undone at once.
+        n.observe_local(121 * poll, true);
+        assert_eq!(
+            n.observe_local(122 * poll, false).decision,
+            Decision::FailBack
+        );
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //!   damped so a flapping link cannot hand the tunnel back and forth.
 //! - [`maintenance`]: the operator's flag; a flagged node never serves.
 //! - [`app`]: the node's own app, watched through its health URL.
+//! - [`start_backoff`]: a connector that exits right after each start is
+//!   started again after a growing pause, not at every look.
 //! - [`schedule`]: when each check is next due; the driver sleeps until then.
 //! - [`decision`]: [`Decision`], [`Action`] and [`Outcome`], the answers.
 //! - [`edge_drain`]: the wait between draining this node at the Worker and
@@ -35,6 +37,7 @@ pub mod order;
 pub mod peer_watch;
 pub mod readiness;
 pub mod schedule;
+pub mod start_backoff;
 pub mod timing;
 pub mod topology;
 
