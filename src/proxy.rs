@@ -51,6 +51,16 @@ pub async fn proxy(
     if is_status_request(&url, &req.method(), status_path) {
         return status::answer(&req, isolate, env).await;
     }
+    if req.method() == "TRACE" {
+        // TRACE asks the origin to echo the request back, headers and all,
+        // and the attempt carries headers the client must never see (an
+        // Access service token, `cf-access-client-secret`): never sent.
+        let res = respond::plain(405, "TRACE is not forwarded");
+        let _ = res
+            .headers()
+            .set("allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+        return res;
+    }
     if is_status_path(&url, config.reserved_path()) {
         // Ours for every method; a GET or HEAD came here only with the
         // status page off (no STATUS_TOKEN, the admin API on).

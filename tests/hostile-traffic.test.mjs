@@ -178,6 +178,35 @@ test("an origin's interim 103 or a status of 600 or 101: no crash; a GET is serv
   }
 });
 
+test("TRACE is answered 405 by the Worker and never reaches an origin (it would echo an Access service token)", async () => {
+  const { primary, replica, worker, close } = await setup({ STATUS_TOKEN: "status-t0ken" });
+  try {
+    // fetch() refuses to send TRACE: node:http does.
+    const trace = (path) =>
+      new Promise((resolve, reject) => {
+        const req = http.request(`${worker.url}${path}`, { method: "TRACE" }, (res) => {
+          res.resume();
+          res.on("end", () => resolve(res));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    for (const path of ["/", "/x?y=1", "/__failover/status"]) {
+      const res = await trace(path);
+      assert.equal(res.statusCode, 405, path);
+      assert.match(res.headers.allow ?? "", /GET/);
+      assert.equal(res.headers["x-served-by"], undefined);
+    }
+    assert.equal(primary.requests.filter((r) => r.method === "TRACE").length, 0);
+    assert.equal(replica.requests.filter((r) => r.method === "TRACE").length, 0);
+    const get = await worker.fetch("/after");
+    assert.equal(get.headers.get("x-served-by"), "primary");
+    await get.arrayBuffer();
+  } finally {
+    await close();
+  }
+});
+
 test("an app whose health path agrees is marked down, and POSTs get its own 500 without a replay", async () => {
   const { primary, replica, worker, close } = await setup();
   try {

@@ -122,6 +122,8 @@ function fastFetch(request, env, ctx) {
   // getter of a Request is a call into the runtime: read once.
   const url = request.url;
   const method = request.method;
+  // TRACE is never forwarded (the full path answers 405, src/proxy.rs).
+  if (method === "TRACE") return call(wasm.fetch, request, env, ctx);
   const bytes = request.body === null ? 0 : bufferedLength(method, request.headers.get("content-length"), instance.replayMax);
   const target =
     bytes === undefined ? undefined : instance.steer !== undefined ? steeredTarget(request, url, method, instance.steer, now) : plainTarget(request, url, method, now);
