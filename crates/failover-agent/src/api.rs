@@ -267,6 +267,9 @@ fn health(shared: &Shared) -> Answer {
             "peer_misses_total": s.peer_misses_total,
             "egress_good_in_a_row": s.egress_good_in_a_row,
             "failback_required": s.failback_required,
+            // Shared tunnel: the pair's roles clash (`peer_role`); null
+            // while they do not, or before the peer answered.
+            "peer_role_problem": shared.peer_role_problem(),
             "uptime_seconds": shared.uptime_seconds().floor(),
             // The last decisions, newest first, each as its notification.
             "history": shared.history().to_json(),

@@ -15,7 +15,8 @@
 //!   connections (per address, some kept for the peer); `protocol`: the
 //!   paths, orders and answers the two agents share (a leaf: `api` and
 //!   `peer` both import it).
-//! - `peer`: calls to the peer agent; `signed_order`: who may give an order
+//! - `peer`: calls to the peer agent; `peer_role`: the peer's role checked
+//!   against ours once it answers; `signed_order`: who may give an order
 //!   (an operator's bearer token or the peer's HMAC); `refusals`: refused
 //!   orders, one log line a minute.
 //! - `state`: what the monitor and the API share; `metrics`: `/metrics`.
@@ -61,6 +62,7 @@ mod monitor;
 mod notify;
 mod origin_command;
 mod peer;
+mod peer_role;
 mod protocol;
 mod readiness;
 mod refusals;
@@ -180,6 +182,12 @@ pub async fn serve_with(
     shared.outbox.spawn(&shared.client);
     let mut api = tokio::spawn(api::serve(listener, Arc::clone(&shared)));
     let mut monitor = tokio::spawn(monitor::run(Arc::clone(&shared)));
+    // Shared tunnel: the peer's role against ours, once it answers. It
+    // decides nothing; it ends on its own and is never waited for.
+    if let Some(peer_agent) = shared.config.peer_agent_url.clone() {
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move { peer_role::check(&shared, &peer_agent).await });
+    }
     sd_notify::notify("READY=1");
     // Both tasks run forever; one that ends (a panic) leaves an agent that
     // answers /health but decides nothing, or decides without an API: exit

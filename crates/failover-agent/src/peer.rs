@@ -174,7 +174,8 @@ impl fmt::Display for PostError {
 fn unauthorized_hint(status: u16) -> &'static str {
     if status == 401 {
         " (our signed order was refused: the two token files differ, the clocks are more than \
-         60 s apart, or the peer runs a version from before signed orders)"
+         60 s apart, both nodes have the same role, or the peer runs a version from before \
+         signed orders)"
     } else {
         ""
     }

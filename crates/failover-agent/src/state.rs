@@ -67,6 +67,9 @@ pub(crate) struct Shared {
     told_status: Mutex<String>,
     /// systemd asked for watchdog pings.
     watchdog: bool,
+    /// What is wrong with the pair's roles, once the peer said its own
+    /// (`peer_role`); `/health` shows it.
+    peer_role_problem: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -122,7 +125,23 @@ impl Shared {
             started: Instant::now(),
             told_status: Mutex::new(String::new()),
             watchdog: sd_notify::watchdog_period().is_some(),
+            peer_role_problem: Mutex::new(None),
         }
+    }
+
+    /// What `peer_role::check` found wrong with the pair's roles.
+    pub(crate) fn set_peer_role_problem(&self, problem: Option<String>) {
+        *self
+            .peer_role_problem
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = problem;
+    }
+
+    pub(crate) fn peer_role_problem(&self) -> Option<String> {
+        self.peer_role_problem
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Milliseconds on the agent's monotonic clock: the core's timestamps.

@@ -135,3 +135,57 @@ async fn peer_agent_down_while_its_connector_serves_is_no_takeover() {
     })
     .await;
 }
+
+/// Two standbys (a `role` copied from one node's config to the other):
+/// each says so in its log and its `/health`, once the other answers. A
+/// proper pair says nothing.
+#[tokio::test(start_paused = true)]
+async fn two_nodes_with_the_same_role_are_told_apart_from_a_bad_token() {
+    use support::in_process::{Agent, Connector, Dir, Egress, Spec};
+    let dir = Dir::new("same-role");
+    let (a_listener, b_listener) = (Agent::listener().await, Agent::listener().await);
+    let (a_port, b_port) = (
+        a_listener.local_addr().unwrap().port(),
+        b_listener.local_addr().unwrap().port(),
+    );
+    let egress = Egress::start().await;
+    let (a_connector, b_connector) = (
+        Connector::new(std::sync::Arc::clone(&egress)).await,
+        Connector::new(std::sync::Arc::clone(&egress)).await,
+    );
+    let spec = |connector: &Connector, peer, flag: &str| Spec {
+        role: "standby",
+        poll_ms: POLL_MS,
+        takeover_after: TAKEOVER_AFTER,
+        connector_ready_url: connector.ready_url(),
+        peer_agent_port: peer,
+        peer_connector_ready_url: None,
+        egress_port: egress.port(),
+        flag: dir.path(flag),
+    };
+    let a = Agent::start(
+        &spec(&a_connector, b_port, "a.maintenance"),
+        a_listener,
+        &a_connector,
+    );
+    let b = Agent::start(
+        &spec(&b_connector, a_port, "b.maintenance"),
+        b_listener,
+        &b_connector,
+    );
+    polls(3).await;
+    for agent in [&a, &b] {
+        let health = agent.health().await;
+        assert!(
+            health.contains("is configured as standby too"),
+            "no word of the clash: {health}"
+        );
+    }
+
+    let pair = Pair::start("roles-fine", false, TAKEOVER_AFTER).await;
+    polls(3).await;
+    for agent in [&pair.primary, &pair.standby] {
+        let health = agent.health().await;
+        assert!(health.contains(r#""peer_role_problem":null"#), "{health}");
+    }
+}
