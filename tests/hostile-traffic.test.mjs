@@ -21,6 +21,19 @@ async function setup(vars = {}, originsJson) {
   return { primary, replica, worker, close };
 }
 
+// Each origin's health path was asked and answered, nobody is down (`why`
+// names what must not have marked one down), and the next request is the
+// primary's again.
+async function nobodyMarkedDown({ primary, replica, worker }, why) {
+  await eventually(() => primary.hits("/health") >= 1 && replica.hits("/health") >= 1);
+  await sleep(100);
+  assert.deepEqual(worker.events("health"), [], `${why} marked an origin down`);
+  const fine = await worker.fetch("/fine");
+  assert.equal(fine.headers.get("x-served-by"), "primary");
+  assert.equal(fine.headers.get("x-failover"), null);
+  await fine.arrayBuffer();
+}
+
 const affinityCookie = (res) =>
   (res.headers.getSetCookie?.() ?? []).find((c) => c.startsWith("__tf_affinity="))?.split(";")[0];
 
@@ -75,14 +88,7 @@ test("one broken page: every origin's own 500 is tried, the client gets the last
     assert.equal(res.headers.get("x-failover"), "replica");
     assert.equal(await res.text(), '{"error":"down for maintenance"}');
 
-    // Each origin's health path was asked, said healthy, and nobody is down.
-    await eventually(() => primary.hits("/health") >= 1 && replica.hits("/health") >= 1);
-    await sleep(100);
-    assert.deepEqual(worker.events("health"), [], "a page's 500 marked an origin down");
-    const fine = await worker.fetch("/fine");
-    assert.equal(fine.headers.get("x-served-by"), "primary");
-    assert.equal(fine.headers.get("x-failover"), null);
-    await fine.arrayBuffer();
+    await nobodyMarkedDown({ primary, replica, worker }, "a page's 500");
   } finally {
     await close();
   }
@@ -120,14 +126,7 @@ test("one slow page on every origin: the GET is tried on each, the client gets 5
     await res.arrayBuffer();
     assert.equal(primary.hits("/report"), 1);
     assert.equal(replica.hits("/report"), 1);
-    // Each origin's health path was asked, answered, and nobody is down.
-    await eventually(() => primary.hits("/health") >= 1 && replica.hits("/health") >= 1);
-    await sleep(100);
-    assert.deepEqual(worker.events("health"), [], "one slow page marked an origin down");
-    const fine = await worker.fetch("/fine");
-    assert.equal(fine.headers.get("x-served-by"), "primary");
-    assert.equal(fine.headers.get("x-failover"), null);
-    await fine.arrayBuffer();
+    await nobodyMarkedDown({ primary, replica, worker }, "one slow page");
   } finally {
     await close();
   }
