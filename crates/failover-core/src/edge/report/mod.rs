@@ -553,6 +553,56 @@ mod tests {
         );
     }
 
+    /// The page and the text read the document the Worker builds: with no
+    /// override set (every origin `auto`), neither shows an overrides
+    /// section; with one set, each mode shows as itself, never as a mode
+    /// the page does not know.
+    #[test]
+    fn the_page_and_the_text_show_only_the_overrides_that_are_set() {
+        use crate::edge::overrides::Mode;
+        let c = config();
+        let h = HealthMap::new(2, 2, 1, std::time::Duration::from_secs(1));
+        let build = BuildInfo {
+            version: "1",
+            revision: "r",
+        };
+        let mut none = super::status_document(&c, &h, build, 50);
+        add_overrides(&mut none, &c, &Overrides::none(2), 50);
+        assert_eq!(none["overrides"]["primary"]["mode"], "auto");
+        let page = page::html(&none);
+        assert!(!page.contains("Overrides"), "{page}");
+        assert!(!page.contains("does not know"), "{page}");
+        let text = text::render(&none);
+        assert!(!text.contains("overrides"), "{text}");
+        for (mode, shown) in [
+            (Mode::Drain, "drained: no new traffic"),
+            (Mode::Disable, "disabled: no traffic"),
+            (Mode::ForceUp, "FORCED UP"),
+        ] {
+            let mut table = Overrides::none(2);
+            table.set(
+                1,
+                Override {
+                    mode,
+                    set_at_ms: 10,
+                    expires_at_ms: None,
+                    drain: std::time::Duration::from_secs(300),
+                },
+            );
+            let mut doc = super::status_document(&c, &h, build, 50);
+            add_overrides(&mut doc, &c, &table, 50);
+            let page = page::html(&doc);
+            assert!(page.contains("<h2>Overrides</h2>"), "{mode:?}");
+            assert!(
+                page.contains(&format!("replica: {shown}")),
+                "{mode:?}: {page}"
+            );
+            assert!(!page.contains("primary: "), "{mode:?}: {page}");
+            assert!(!page.contains("does not know"), "{mode:?}: {page}");
+            assert!(text::render(&doc).contains(shown), "{mode:?}");
+        }
+    }
+
     /// `slow_start_pct` is the share routing applies: an origin ramping up
     /// shows it, unless an override stops the ramp (`Standing::ramps`).
     #[test]

@@ -8,7 +8,7 @@
 //! Read leniently, as everything the renderers read: `overrides` may be an
 //! object keyed by origin name or an array of objects naming their
 //! `origin`; a time may be ms since the epoch or already text (RFC 3339);
-//! an entry without a mode is no override.
+//! an entry without a mode, or with `auto`, is no override.
 
 use serde_json::Value;
 
@@ -148,6 +148,9 @@ pub fn read(doc: &Value) -> Vec<Override> {
         .into_iter()
         .filter_map(|(origin, entry)| {
             let mode = match &entry["mode"] {
+                // `auto` is how the Worker's document says "no override"
+                // (overrides::api::by_name lists every origin).
+                Value::String(mode) if mode == "auto" => return None,
                 Value::String(mode) => Mode::parse(mode),
                 Value::Null => return None,
                 _ => Mode::Other(when::unknown()),
