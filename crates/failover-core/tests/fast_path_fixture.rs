@@ -9,6 +9,7 @@
 use failover_core::edge::classify::{
     classify_response, is_access_login, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
 };
+use failover_core::edge::hop_by_hop::to_drop;
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::target::{
     authority, is_status_path, is_status_request, reserved_subpath, upstream_url,
@@ -216,4 +217,19 @@ fn attempt_results() {
     let results = &doc["attempt_results"];
     assert_eq!(results["TIMED_OUT"].as_f64(), Some(ATTEMPT_TIMED_OUT));
     assert_eq!(results["REFUSED"].as_f64(), Some(ATTEMPT_REFUSED));
+}
+
+#[test]
+fn hop_by_hop() {
+    let doc = fixture();
+    for row in cases(&doc, "hop_by_hop") {
+        let expected: Vec<&str> = row["drop"]
+            .as_array()
+            .unwrap_or_else(|| panic!("drop must be an array in {row}"))
+            .iter()
+            .map(|v| v.as_str().unwrap_or_else(|| panic!("a name in {row}")))
+            .collect();
+        let drop = to_drop(maybe_text(row, "connection"), maybe_text(row, "upgrade"));
+        assert_eq!(drop, expected, "{row}");
+    }
 }

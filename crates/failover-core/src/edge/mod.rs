@@ -8,7 +8,8 @@
 //!   ([`config::vars`]), the origins ([`config::origins`]) with their
 //!   URLs ([`config::urls`]) and Access tokens ([`config::access`]).
 //! - [`target`]: the only way an upstream URL is built; the status-endpoint
-//!   match.
+//!   match. [`hop_by_hop`]: the headers an attempt never carries.
+//!   [`guesses`]: the brake on wrong status and admin tokens.
 //! - [`steering`] (`STEERING`: the policy's attempt order, weight and hash
 //!   key), [`affinity`] (the `__tf_affinity` cookie), [`slow_start`]
 //!   (`SLOW_START_S`: origins back up held back from part of their
@@ -55,7 +56,9 @@ pub mod events;
 pub mod expect;
 pub mod fallback;
 pub mod fnv;
+pub mod guesses;
 pub mod health;
+pub mod hop_by_hop;
 pub mod isolate;
 pub mod overrides;
 pub mod replay;
