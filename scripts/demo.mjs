@@ -123,7 +123,7 @@ ORIGINS = '[{"name":"primary","url":"http://127.0.0.1:${primaryPort}","health_pa
 ATTEMPT_TIMEOUT_MS = 2000
 HEALTH_INTERVAL_MS = ${intervalMs}
 HEALTH_RISE = ${rise}
-STATUS_TOKEN = "demo-token"
+STATUS_TOKEN = "demo-status-token-0123"
 `,
 );
 
@@ -165,9 +165,9 @@ third = await show(url);
 
 say("4. What the Worker knows: the status endpoint (GET /__failover/status with the bearer token).");
 // The form to copy: the header on stdin keeps a real token out of ps.
-process.stdout.write(`$ curl -H @- ${url}__failover/status <<<"Authorization: Bearer demo-token"\n`);
+process.stdout.write(`$ curl -H @- ${url}__failover/status <<<"Authorization: Bearer demo-status-token-0123"\n`);
 try {
-  const res = await fetch(`${url}__failover/status`, { headers: { authorization: "Bearer demo-token" } });
+  const res = await fetch(`${url}__failover/status`, { headers: { authorization: "Bearer demo-status-token-0123" } });
   const doc = await res.json();
   for (const o of doc.origins) {
     process.stdout.write(`  ${o.name.padEnd(8)} ${o.state.padEnd(5)} last error: ${o.last_error ?? "none"}\n`);

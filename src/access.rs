@@ -14,13 +14,16 @@ pub const CLIENT_SECRET: &str = "cf-access-client-secret";
 
 #[cfg(not(feature = "operator"))]
 /// The headers an attempt to `origin` carries, the same on both paths
-/// (`forward_headers` in src/js/attempt.mjs): the client's, with
-/// `X-Forwarded-Host`/`-Proto` from `request_url` and the origin's service
-/// token in place of any the client sent.
+/// (`forward_headers` in src/js/attempt.mjs): the client's without its
+/// hop-by-hop headers, with `X-Forwarded-Host`/`-Proto` from `request_url`
+/// and the origin's service token in place of any the client sent; without
+/// `Authorization` when `workers_token` (it carries the Worker's own
+/// token: `failover_core::secret::carries_any`).
 pub fn headers_for(
     origin: &Origin,
     client: &web_sys::Headers,
     request_url: &str,
+    workers_token: bool,
 ) -> web_sys::Headers {
     let token = origin.access.as_ref();
     js_bridge::forward_headers(
@@ -28,6 +31,7 @@ pub fn headers_for(
         request_url,
         token.map(|t| t.client_id.as_str()),
         token.map(|t| t.client_secret.as_str()),
+        workers_token,
     )
 }
 

@@ -11,7 +11,9 @@
 
 use std::rc::Rc;
 
-use failover_core::edge::overrides::api::{access, decide, error_json, AdminPath, Answer};
+use failover_core::edge::overrides::api::{
+    access, decide, error_json, AdminPath, Answer, ANSWERED_BY_ADMIN, ANSWERED_BY_HEADER,
+};
 use failover_core::edge::overrides::request::{origin_index, parse_change, MAX_BODY_BYTES};
 use failover_core::edge::overrides::wire::SNAPSHOT_HEADER;
 use wasm_bindgen_futures::JsFuture;
@@ -19,13 +21,14 @@ use wasm_bindgen_futures::JsFuture;
 use crate::isolate::Isolate;
 use crate::respond::plain;
 use crate::runtime::{Context, Env};
-use crate::{checker_call, consult as location, js_bridge};
+use crate::{checker_call, consult as location, guesses, js_bridge};
 
 /// The checker's path for overrides (src/operator/overrides.rs).
 const OVERRIDES_PATH: &str = "/overrides";
 
 /// The answer to a request under `{STATUS_PATH}/` (`subpath`: what follows
-/// it, no query).
+/// it, no query), marked as the admin API's (`ANSWERED_BY_HEADER`), so its
+/// clients can tell it from an app's.
 pub async fn answer(
     req: &web_sys::Request,
     subpath: &str,
@@ -33,7 +36,23 @@ pub async fn answer(
     env: &Env,
     ctx: &Context,
 ) -> web_sys::Response {
+    let res = unmarked(req, subpath, isolate, env, ctx).await;
+    let _ = res.headers().set(ANSWERED_BY_HEADER, ANSWERED_BY_ADMIN);
+    res
+}
+
+async fn unmarked(
+    req: &web_sys::Request,
+    subpath: &str,
+    isolate: &Rc<Isolate>,
+    env: &Env,
+    ctx: &Context,
+) -> web_sys::Response {
     let config = &isolate.config;
+    let client = guesses::client(req);
+    if let Some(braked) = guesses::refused(&client, isolate) {
+        return braked;
+    }
     let presented = req.headers().get("authorization").ok().flatten();
     let who = access(
         presented.as_deref(),
@@ -54,6 +73,9 @@ pub async fn answer(
             res
         }
         Answer::Unauthorized => {
+            if presented.is_some() {
+                guesses::missed(&client, isolate, env).await;
+            }
             let res = plain(401, "a valid bearer token is required");
             let _ = res.headers().set("www-authenticate", "Bearer");
             res

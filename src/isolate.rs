@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use failover_core::edge::budget::ReplayBudget;
 use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::guesses::GuessBrake;
 use failover_core::edge::health::{HealthMap, Transition};
 use failover_core::edge::isolate::{Lease, LeaseAfter};
 use failover_core::edge::overrides::{Overrides, Standing};
@@ -28,6 +29,8 @@ pub struct Isolate {
     /// Never borrowed across an `.await`: requests interleave at awaits.
     /// Private so that every health change goes through `change_health`.
     state: RefCell<failover_core::edge::Isolate>,
+    /// Wrong status and admin tokens, per client (src/guesses.rs).
+    pub guesses: RefCell<GuessBrake>,
 }
 
 impl Isolate {
@@ -304,6 +307,7 @@ pub fn load(env: &Env) -> Loaded {
             Loaded::Ready(Rc::new(Isolate {
                 config,
                 state: RefCell::new(state),
+                guesses: RefCell::new(GuessBrake::new()),
             }))
         }
         Err(e) => {

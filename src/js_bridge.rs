@@ -34,6 +34,10 @@ extern "C" {
 extern "C" {
     /// The admin API's request body as text, or null past `max` bytes.
     pub fn read_bounded_js(request: &web_sys::Request, max: f64) -> js_sys::Promise;
+    /// The Rate Limiting binding `binding`'s verdict on one more wrong
+    /// token from `key`: resolves to false when over its limit, true
+    /// otherwise (no such binding included); never rejects.
+    pub fn guess_allowed_js(env: &JsValue, binding: &str, key: &str) -> js_sys::Promise;
 }
 
 #[wasm_bindgen(module = "/src/js/silence.mjs")]
@@ -59,13 +63,16 @@ extern "C" {
         timeout_ms: u32,
         origin: u32,
     ) -> js_sys::Promise;
-    /// The client's headers for an attempt: X-Forwarded-Host/-Proto set,
-    /// an Access service token in place of the client's.
+    /// The client's headers for an attempt: hop-by-hop headers dropped,
+    /// X-Forwarded-Host/-Proto set, an Access service token in place of
+    /// the client's, Authorization dropped when it carries the Worker's
+    /// own token (`drop_authorization`).
     pub fn forward_headers(
         client: &web_sys::Headers,
         request_url: &str,
         access_id: Option<&str>,
         access_secret: Option<&str>,
+        drop_authorization: bool,
     ) -> web_sys::Headers;
     pub fn probe_js(
         url: &str,

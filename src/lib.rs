@@ -23,6 +23,7 @@
 //!   `failover_core::edge::Isolate` (health map, cadences, replay budget,
 //!   tokens) in a `RefCell`; every health change through `change_health`,
 //!   which revokes the fast path's lease when routing moved.
+//! - [`guesses`]: the brake on wrong status and admin tokens.
 //! - [`status`]: the token-protected status endpoint (the JSON here; the
 //!   page and the text rendered by the operator module).
 //! - [`body`]: whether the request body is buffered for a replay or streamed once.
@@ -103,6 +104,8 @@ mod entry;
 mod fallback;
 #[cfg(not(feature = "operator"))]
 mod fast;
+#[cfg(not(feature = "operator"))]
+mod guesses;
 #[cfg(not(feature = "operator"))]
 mod isolate;
 #[cfg(not(feature = "operator"))]

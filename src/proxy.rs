@@ -17,6 +17,7 @@ use failover_core::edge::route::{route_ramped, Route};
 use failover_core::edge::target::{
     is_status_path, is_status_request, reserved_subpath, upstream_url,
 };
+use failover_core::secret::carries_any;
 use wasm_bindgen::JsValue;
 
 use crate::body::{self, BodyError};
@@ -84,6 +85,25 @@ pub async fn proxy(
         }
     };
     let headers = req.headers();
+    // The Worker's own credentials never reach an app: a browser given the
+    // status page's Basic credentials sends them to the whole folder, and a
+    // client with a mistyped status path sends its token to the app
+    // (src/js/entry.mjs hands every request with Authorization here while
+    // a token is set). Decided once; no header, no comparison.
+    let workers_token = config.reserved_path().is_some()
+        && headers
+            .get("authorization")
+            .ok()
+            .flatten()
+            .is_some_and(|presented| {
+                carries_any(
+                    Some(&presented),
+                    &[
+                        config.status_token.as_deref(),
+                        config.admin_token.as_deref(),
+                    ],
+                )
+            });
     // The fast path hands over the random number its route used, so the
     // walk goes on from where it left off.
     let random = random.unwrap_or_else(js_sys::Math::random);
@@ -108,7 +128,7 @@ pub async fn proxy(
         let outcome = match first.take() {
             Some((_, outcome)) => outcome,
             None => {
-                let headers = access::headers_for(origin, &headers, &url);
+                let headers = access::headers_for(origin, &headers, &url, workers_token);
                 forward::attempt(
                     current,
                     &target,

@@ -43,6 +43,8 @@ pub fn plain(status: u16, message: &str) -> web_sys::Response {
     if let Ok(headers) = web_sys::Headers::new() {
         let _ = headers.set("content-type", "text/plain; charset=utf-8");
         let _ = headers.set("cache-control", "no-store");
+        // The JSON views and every error of ours: never sniffed as HTML.
+        let _ = headers.set("x-content-type-options", "nosniff");
         init.set_headers(headers.as_ref());
     }
     let body = format!("{message}\n");

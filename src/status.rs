@@ -6,6 +6,7 @@
 //! token the path is proxied like any other. Never a token in the URL: it
 //! would end up in logs and browser history.
 
+use failover_core::edge::overrides::api::{ANSWERED_BY_HEADER, ANSWERED_BY_STATUS};
 use failover_core::edge::report::negotiate::{self, Representation};
 use failover_core::edge::report::{self, BuildInfo, EventsView};
 use failover_core::secret::bearer_or_basic_matches;
@@ -13,7 +14,7 @@ use failover_core::secret::bearer_or_basic_matches;
 use crate::isolate::Isolate;
 use crate::respond::plain;
 use crate::runtime::Env;
-use crate::{checker, checker_call, js_bridge};
+use crate::{checker, checker_call, guesses, js_bridge};
 
 const BUILD: BuildInfo<'static> = BuildInfo {
     version: env!("CARGO_PKG_VERSION"),
@@ -44,13 +45,19 @@ fn for_a_person(representation: Representation, res: web_sys::Response) -> web_s
 /// `STATUS_TOKEN`, only the admin API on: 404). Never the origin's.
 pub fn not_served(method: &str) -> web_sys::Response {
     if matches!(method, "GET" | "HEAD") {
-        return plain(
+        return marked(plain(
             404,
             "not found: the status page is off (STATUS_TOKEN is not set)",
-        );
+        ));
     }
     let res = plain(405, "method not allowed; use GET, HEAD");
     let _ = res.headers().set("allow", "GET, HEAD");
+    marked(res)
+}
+
+/// Marks an answer as the status endpoint's (`ANSWERED_BY_HEADER`).
+fn marked(res: web_sys::Response) -> web_sys::Response {
+    let _ = res.headers().set(ANSWERED_BY_HEADER, ANSWERED_BY_STATUS);
     res
 }
 
@@ -61,11 +68,22 @@ pub fn not_served(method: &str) -> web_sys::Response {
 /// checker's when it can be asked, else this isolate's own; the page says
 /// whether the global checker's binding exists.
 pub async fn answer(req: &web_sys::Request, isolate: &Isolate, env: &Env) -> web_sys::Response {
+    marked(unmarked(req, isolate, env).await)
+}
+
+async fn unmarked(req: &web_sys::Request, isolate: &Isolate, env: &Env) -> web_sys::Response {
+    let client = guesses::client(req);
+    if let Some(braked) = guesses::refused(&client, isolate) {
+        return braked;
+    }
     let token = isolate.config.status_token.as_deref().unwrap_or("");
     let presented = req.headers().get("authorization").ok().flatten();
     let accept = req.headers().get("accept").ok().flatten();
     let representation = negotiate::representation(accept.as_deref());
     if !bearer_or_basic_matches(presented.as_deref(), token) {
+        if presented.is_some() {
+            guesses::missed(&client, isolate, env).await;
+        }
         let res = plain(
             401,
             "the status token is required: Authorization: Bearer <STATUS_TOKEN>, \

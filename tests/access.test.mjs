@@ -136,7 +136,7 @@ test("a failover onto the token origin carries its token (the full path's walk a
 test("the secret never appears in a response, the status endpoint or the logs", async () => {
   const { origins, worker, close } = await setup([["guarded", TOKEN], ["open"]], {
     PRIMARY_ACCESS_SECRET: SECRET,
-    STATUS_TOKEN: "tok",
+    STATUS_TOKEN: "tok-status-token-01",
     HEALTH_INTERVAL_MS: "200",
   });
   const [guarded, open] = origins;
@@ -162,7 +162,7 @@ test("the secret never appears in a response, the status endpoint or the logs", 
     await sleep(300); // a probe of guarded (now due) runs and logs
     await look("/none", { method: "POST" });
     for (const accept of ["application/json", "text/html"]) {
-      const r = await look("/__failover/status", { headers: { authorization: "Bearer tok", accept } });
+      const r = await look("/__failover/status", { headers: { authorization: "Bearer tok-status-token-01", accept } });
       assert.equal(r.status, 200, accept);
       assert.match(r.text, /guarded/);
       if (accept === "application/json") assert.equal(JSON.parse(r.text).origins[0].access_token, true);

@@ -10,7 +10,7 @@ import net from "node:net";
 import { startOrigin } from "./support/origin.mjs";
 import { eventually, originsVar, startWorker } from "./support/worker.mjs";
 
-const TOKEN = "budget-token";
+const TOKEN = "budget-token-0123456";
 
 async function replayBuffer(worker) {
   const res = await worker.fetch("/__failover/status", { headers: { authorization: `Bearer ${TOKEN}` } });

@@ -16,8 +16,8 @@ import assert from "node:assert/strict";
 import { startOrigin } from "./support/origin.mjs";
 import { COMPAT_DATE, startIsolates, originsVar, eventually, sleep } from "./support/worker.mjs";
 
-const STATUS = "status-t0ken";
-const ADMIN = "admin-t0ken";
+const STATUS = "status-t0ken-0123456";
+const ADMIN = "admin-t0ken-0123456";
 
 // A Durable Object in front of the real checker (HealthChecker in Worker
 // "a"): counts every request an isolate makes, forwards it, and tells the

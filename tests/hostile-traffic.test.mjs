@@ -178,7 +178,7 @@ test("an origin's interim 103 or a status of 600 or 101: no crash; a GET is serv
 });
 
 test("TRACE is answered 405 by the Worker and never reaches an origin (it would echo an Access service token)", async () => {
-  const { primary, replica, worker, close } = await setup({ STATUS_TOKEN: "status-t0ken" });
+  const { primary, replica, worker, close } = await setup({ STATUS_TOKEN: "status-t0ken-0123456" });
   try {
     // fetch() refuses to send TRACE: node:http does.
     const trace = (path) =>
@@ -385,7 +385,7 @@ test("colo: a staging Worker's 'primary' going down is never adopted by producti
   const stagingPrimary = await startOrigin("primary");
   const productionPrimary = await startOrigin("primary");
   const replica = await startOrigin("replica");
-  const token = "t0ken";
+  const token = "t0ken-t0ken-t0ken";
   const isolates = await startIsolates([
     { name: "staging", bindings: { ORIGINS: originsVar(stagingPrimary, replica), STATUS_TOKEN: token } },
     { name: "production", bindings: { ORIGINS: originsVar(productionPrimary, replica), STATUS_TOKEN: token } },

@@ -10,6 +10,7 @@ import { configure, grant, instance, lease, RETRY_WORK, revoke_lease, takeWork, 
 import { attemptEnded, attemptStarted } from "../src/js/silence.mjs";
 import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
 import { bufferedLength } from "../src/js/body.mjs";
+import { forward_headers } from "../src/js/attempt.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
 const ORIGIN = FAST_PATH.origin;
@@ -172,4 +173,31 @@ test("a request that finds an attempt kept waiting starts the work from coloDue 
   workDone({ workDue: t + 60_000, coloDue: t + 800 });
   attemptEnded(0, t, true, t + 700);
   assert.equal(takeWork(t + 900), false, "nothing waits any more");
+});
+
+test("hop-by-hop: an attempt's headers drop what the fixture says, and nothing else (hop_by_hop::to_drop)", () => {
+  const named = ["connection", "upgrade", "keep-alive", "proxy-connection", "te", "trailer", "close", "x-hop", "x-a", "x-b", "authorization", "cookie", "host", "content-length", "transfer-encoding", "x-other"];
+  for (const row of FAST_PATH.hop_by_hop.cases) {
+    const client = new Headers();
+    for (const name of named) client.set(name, "v");
+    if (row.connection === null) client.delete("connection");
+    else client.set("connection", row.connection);
+    if (row.upgrade === null) client.delete("upgrade");
+    else client.set("upgrade", row.upgrade);
+    const sent = forward_headers(client, "https://site.example/x");
+    const present = [...client.keys()];
+    const gone = present.filter((name) => !sent.has(name));
+    const expected = row.drop.filter((name) => present.includes(name));
+    assert.deepEqual(gone.sort(), [...expected].sort(), JSON.stringify(row));
+  }
+});
+
+test("forward_headers drops Authorization only when told to (the full path's decision)", () => {
+  const client = new Headers({ authorization: "Bearer app-token", cookie: "a=1" });
+  assert.equal(forward_headers(client, "https://site.example/").get("authorization"), "Bearer app-token");
+  assert.equal(forward_headers(client, "https://site.example/", undefined, undefined, false).get("authorization"), "Bearer app-token");
+  const dropped = forward_headers(client, "https://site.example/", "id", "secret", true);
+  assert.equal(dropped.get("authorization"), null);
+  assert.equal(dropped.get("cookie"), "a=1");
+  assert.equal(dropped.get("cf-access-client-id"), "id");
 });

@@ -13,7 +13,7 @@ import { startOrigin } from "./support/origin.mjs";
 import { startReceiver } from "./support/receiver.mjs";
 import { startIsolates, originsVar, eventually, sleep } from "./support/worker.mjs";
 
-const token = "t0ken";
+const token = "t0ken-t0ken-t0ken";
 const KEY = "whsec-Sh4red";
 const checker = { HEALTH_CHECKER: { className: "HealthChecker", useSQLite: true } };
 

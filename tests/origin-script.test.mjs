@@ -111,24 +111,24 @@ test("the script against the Worker: set, list, and every refusal in one line", 
   const primary = await startOrigin("primary");
   const replica = await startOrigin("replica");
   const worker = await startWorker(
-    { ORIGINS: originsVar(primary, replica), STATUS_TOKEN: "st", ADMIN_TOKEN: "ad", HEALTH_INTERVAL_MS: "1000" },
+    { ORIGINS: originsVar(primary, replica), STATUS_TOKEN: "st-status-token-0123", ADMIN_TOKEN: "ad-admin-token-01234", HEALTH_INTERVAL_MS: "1000" },
     { durableObjects: { HEALTH_CHECKER: "HealthChecker" } },
   );
   try {
-    const admin = { ADMIN_TOKEN: "ad" };
+    const admin = { ADMIN_TOKEN: "ad-admin-token-01234" };
     const set = await run([worker.url, "primary", "drain", "--for", "1h", "--drain", "0"], admin);
     assert.equal(set.code, 0, set.stderr);
     assert.match(set.stdout, /^primary: drain since \S+Z, until \S+Z, pinned requests for 0 s, in effect at \S+Z\n$/);
     const res = await worker.fetch("/page");
     assert.equal(res.headers.get("x-served-by"), "replica");
     await res.arrayBuffer();
-    const list = await run([worker.url], { STATUS_TOKEN: "st" });
+    const list = await run([worker.url], { STATUS_TOKEN: "st-status-token-0123" });
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^primary: drain .*\nreplica: auto \(health decides\)\n$/);
     const refusals = [
       [[worker.url, "nosuch", "drain"], admin, /refused: origin: no origin is named "nosuch"/],
       [[worker.url, "primary", "drain"], { ADMIN_TOKEN: "wrong" }, /refused the token \(401\)/],
-      [[worker.url, "primary", "drain"], { ADMIN_TOKEN: "st" }, /refused the token \(401\)/],
+      [[worker.url, "primary", "drain"], { ADMIN_TOKEN: "st-status-token-0123" }, /refused the token \(401\)/],
       [["http://127.0.0.1:1", "primary", "drain"], admin, /cannot reach http:\/\/127\.0\.0\.1:1\/__failover\/status\/origins\/primary/],
     ];
     for (const [args, env, message] of refusals) {
@@ -170,7 +170,7 @@ test("whatever answers instead of the Worker, the terminal gets one plain line",
   const url = `http://127.0.0.1:${server.address().port}`;
   try {
     for (let i = 0; i < answers.length; i++) {
-      const r = await run([url, "primary", "drain"], { ADMIN_TOKEN: "ad" });
+      const r = await run([url, "primary", "drain"], { ADMIN_TOKEN: "ad-admin-token-01234" });
       assert.equal(r.code, 1, `answer ${i}`);
       assert.ok(!/[\u0000-\u0009\u000b-\u001f\u007f]/.test(r.stderr), JSON.stringify(r.stderr));
       assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);

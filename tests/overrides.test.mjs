@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { startOrigin } from "./support/origin.mjs";
 import { startIsolates, originsVar, eventually, sleep } from "./support/worker.mjs";
 
-const STATUS = "status-t0ken";
-const ADMIN = "admin-t0ken";
+const STATUS = "status-t0ken-0123456";
+const ADMIN = "admin-t0ken-0123456";
 const checker = { HEALTH_CHECKER: "HealthChecker" };
 
 async function site(vars = {}, { durableObjects = checker } = {}) {

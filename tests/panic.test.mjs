@@ -76,7 +76,7 @@ test("a panic in the operator module resets that module alone", { skip: !existsS
   const primary = await startOrigin("primary");
   const replica = await startOrigin("replica");
   const worker = await startWorker(
-    { ORIGINS: originsVar(primary, replica), HEALTH_INTERVAL_MS: "60000", COLO_HEALTH: "off", STATUS_TOKEN: "t0ken" },
+    { ORIGINS: originsVar(primary, replica), HEALTH_INTERVAL_MS: "60000", COLO_HEALTH: "off", STATUS_TOKEN: "t0ken-t0ken-t0ken" },
     { dir },
   );
   t.after(async () => {
@@ -84,7 +84,7 @@ test("a panic in the operator module resets that module alone", { skip: !existsS
     await primary.stop();
     await replica.stop();
   });
-  const status = (accept) => worker.fetch("/__failover/status", { headers: { authorization: "Bearer t0ken", accept } });
+  const status = (accept) => worker.fetch("/__failover/status", { headers: { authorization: "Bearer t0ken-t0ken-t0ken", accept } });
 
   // Something only the request path's instance knows: the primary is down
   // in its map (a fresh instance would presume it up).

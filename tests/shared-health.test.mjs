@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { startOrigin } from "./support/origin.mjs";
 import { COMPAT_DATE, startIsolates, originsVar, eventually, sleep } from "./support/worker.mjs";
 
-const token = "t0ken";
+const token = "t0ken-t0ken-t0ken";
 async function status(isolates, name) {
   const res = await isolates.fetch(name, "/__failover/status", { headers: { authorization: `Bearer ${token}` } });
   assert.equal(res.status, 200);

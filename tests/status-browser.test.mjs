@@ -29,7 +29,7 @@ import { startWorker, originsVar } from "./support/worker.mjs";
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SHOTS = path.join(ROOT, "target", "status-page");
 const FIXTURE = path.join(ROOT, "tests", "fixtures", "status-page.html");
-const TOKEN = "s3cret-token";
+const TOKEN = "s3cret-token-of-the-status";
 
 // CHROMIUM=/path overrides the search (e.g. chromium-browser elsewhere).
 function findChromium() {

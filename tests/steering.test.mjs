@@ -427,7 +427,7 @@ test("status endpoint shows the steering policy, hash key, affinity and each ori
       ["c"],
     ],
     {
-      STATUS_TOKEN: "tok",
+      STATUS_TOKEN: "tok-status-token-01",
       A_SECRET: "hush-hush",
       STEERING: "hash",
       HASH_KEY: "header:X-User",
@@ -437,7 +437,7 @@ test("status endpoint shows the steering policy, hash key, affinity and each ori
     },
   );
   try {
-    const res = await worker.fetch("/__failover/status", { headers: { authorization: "Bearer tok" } });
+    const res = await worker.fetch("/__failover/status", { headers: { authorization: "Bearer tok-status-token-01" } });
     assert.equal(res.status, 200);
     const doc = await res.json();
     assert.equal(doc.steering, "hash");
@@ -456,9 +456,9 @@ test("status endpoint shows the steering policy, hash key, affinity and each ori
   }
 
   // The defaults, spelled out.
-  const plain = await setup([["a"]], { STATUS_TOKEN: "tok" });
+  const plain = await setup([["a"]], { STATUS_TOKEN: "tok-status-token-01" });
   try {
-    const doc = await (await plain.worker.fetch("/__failover/status", { headers: { authorization: "Bearer tok" } })).json();
+    const doc = await (await plain.worker.fetch("/__failover/status", { headers: { authorization: "Bearer tok-status-token-01" } })).json();
     assert.equal(doc.steering, "failover");
     assert.equal(doc.hash_key, "ip");
     assert.deepEqual(doc.affinity, { mode: "off", ttl_s: 82800, failover: "temporary" });

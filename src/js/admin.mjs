@@ -32,3 +32,19 @@ export async function read_bounded_js(request, max) {
   }
   return new TextDecoder().decode(bytes);
 }
+
+// The Rate Limiting binding's verdict on one more wrong token from `key`
+// (src/guesses.rs): resolves to false when the binding says the client
+// is over its limit in this location, true otherwise: no binding under
+// that name (it is optional), not a rate limiter, or a call that failed
+// (a brake that cannot be asked never refuses anyone). Never rejects.
+export async function guess_allowed_js(env, binding, key) {
+  const limiter = env[binding];
+  if (limiter == null || typeof limiter.limit !== "function") return true;
+  try {
+    const outcome = await limiter.limit({ key });
+    return outcome == null || outcome.success !== false;
+  } catch {
+    return true;
+  }
+}

@@ -215,15 +215,21 @@ export function publicLocation(location, originUrl, requestUrl) {
 }
 
 // The headers an attempt carries (both paths; Rust through
-// src/js_bridge.rs): a copy of the client's, with X-Forwarded-Host (the
-// host the client asked for, its port included) and X-Forwarded-Proto
-// (http or https) set from the request URL, so the origin can build
-// absolute links to the public site; whatever the client sent under those
-// names is replaced, since only the Worker knows. With `accessId`, an
-// origin's Access service token replaces any the client sent. The client's
-// Host header still rides along (see attempt_js).
-export function forward_headers(client, requestUrl, accessId, accessSecret) {
+// src/js_bridge.rs): a copy of the client's, without its hop-by-hop
+// headers (`dropHopByHop`), with X-Forwarded-Host (the host the client
+// asked for, its port included) and X-Forwarded-Proto (http or https) set
+// from the request URL, so the origin can build absolute links to the
+// public site; whatever the client sent under those names is replaced,
+// since only the Worker knows. With `accessId`, an origin's Access service
+// token replaces any the client sent. With `dropAuthorization` (the full
+// path's decision: the header carries the Worker's own STATUS_TOKEN or
+// ADMIN_TOKEN, failover_core::secret::carries_any), Authorization stays
+// with the Worker. The client's Host header still rides along (see
+// attempt_js).
+export function forward_headers(client, requestUrl, accessId, accessSecret, dropAuthorization) {
   const headers = new Headers(client);
+  dropHopByHop(headers);
+  if (dropAuthorization === true) headers.delete("authorization");
   const scheme = requestUrl.indexOf("://");
   if (scheme > 0) {
     // request.url is as the runtime serialized it, always with a path: the
@@ -240,4 +246,43 @@ export function forward_headers(client, requestUrl, accessId, accessSecret) {
     headers.set("cf-access-client-secret", accessSecret);
   }
   return headers;
+}
+
+// Hop-by-hop whatever Connection says, besides Connection itself
+// (failover_core::edge::hop_by_hop::ALWAYS).
+const HOP_BY_HOP = ["keep-alive", "proxy-connection", "te", "trailer"];
+// Names a client's Connection may not remove (hop_by_hop::KEPT).
+const KEPT = new Set(["host", "content-length", "transfer-encoding", "x-forwarded-host", "x-forwarded-proto", "cf-access-client-id", "cf-access-client-secret"]);
+
+// Removes what belongs to the client's connection to the Worker, not to
+// the request (RFC 9110 section 7.6.1), as failover_core::edge::hop_by_hop
+// specifies and tests/fixtures/fast-path.json `hop_by_hop` holds both
+// languages to: Connection and every header it names, Keep-Alive,
+// Proxy-Connection, TE, Trailer, and Upgrade unless it asks for a
+// WebSocket (which the runtime opens from `Upgrade: websocket`; its
+// Connection stays too). workerd's own fetch drops some of these (not
+// Proxy-Connection, nor what Connection names): the rule does not rely on
+// it. Two gets and four deletes when the client sent neither header.
+export function dropHopByHop(headers) {
+  const connection = headers.get("connection");
+  const upgrade = headers.get("upgrade");
+  const websocket = upgrade !== null && isWebSocket(upgrade);
+  if (connection !== null) {
+    if (!websocket) headers.delete("connection");
+    for (const part of connection.split(",")) {
+      const name = part.trim().toLowerCase();
+      if (name === "" || KEPT.has(name) || (websocket && name === "upgrade")) continue;
+      headers.delete(name);
+    }
+  }
+  for (let i = 0; i < HOP_BY_HOP.length; i++) headers.delete(HOP_BY_HOP[i]);
+  if (upgrade !== null && !websocket) headers.delete("upgrade");
+}
+
+// Whether an Upgrade value asks for a WebSocket: its first protocol,
+// version aside, case-insensitive (hop_by_hop::is_websocket).
+function isWebSocket(upgrade) {
+  const first = upgrade.split(",")[0].trim();
+  const slash = first.indexOf("/");
+  return (slash < 0 ? first : first.slice(0, slash)).toLowerCase() === "websocket";
 }

@@ -124,9 +124,17 @@ function fastFetch(request, env, ctx) {
   const method = request.method;
   // TRACE is never forwarded (the full path answers 405, src/proxy.rs).
   if (method === "TRACE") return call(wasm.fetch, request, env, ctx);
-  const bytes = request.body === null ? 0 : bufferedLength(method, request.headers.get("content-length"), instance.replayMax);
+  const headers = request.headers;
+  // While a token is set (statusPath), Authorization may carry it: the
+  // full path compares it and keeps it from the origin (src/proxy.rs).
+  if (instance.statusPath !== undefined && headers.get("authorization") !== null) return call(wasm.fetch, request, env, ctx);
+  const bytes = request.body === null ? 0 : bufferedLength(method, headers.get("content-length"), instance.replayMax);
   const target =
-    bytes === undefined ? undefined : instance.steer !== undefined ? steeredTarget(request, url, method, instance.steer, now) : plainTarget(request, url, method, now);
+    bytes === undefined
+      ? undefined
+      : instance.steer !== undefined
+        ? steeredTarget(headers, url, method, instance.steer, now)
+        : plainTarget(headers, url, method, now);
   let sent;
   if (target === undefined) sent = call(wasm.fetch, request, env, ctx);
   else if (bytes === 0) sent = attempt(request, env, ctx, target, undefined, now);
@@ -139,14 +147,14 @@ function fastFetch(request, env, ctx) {
 
 // The fast path under plain failover: every request to the lease's origin.
 // Where it goes (undefined: the full path's).
-function plainTarget(request, url, method, now) {
+function plainTarget(clientHeaders, url, method, now) {
   // lease.mjs `upstreamUrl`, one call fewer.
   const path = upstreamPath(url);
   if (path === undefined) return undefined;
   const origin = lease.origin;
   // A silent origin (silence.mjs): the full path routes around it.
   if (isSilent(origin, instance.silenceMs, instance.timeoutMs, now)) return undefined;
-  const headers = forward_headers(request.headers, url, undefined, undefined);
+  const headers = forward_headers(clientHeaders, url, undefined, undefined);
   return { url: lease.base + path, method, secure: false, headers, origin, name: lease.name, failedOver: lease.failover, plan: undefined, random: NaN };
 }
 
@@ -155,13 +163,12 @@ function plainTarget(request, url, method, now) {
 // attempt carries that origin's service token. Still no Wasm call unless
 // the attempt fails; Rust then walks on from the same route (the random
 // number goes with it).
-function steeredTarget(request, url, method, steer, now) {
+function steeredTarget(headers, url, method, steer, now) {
   const path = upstreamPath(url);
   if (path === undefined) return undefined;
   for (let i = 0; i < steer.names.length; i++) {
     if (isSilent(i, instance.silenceMs, instance.timeoutMs, now)) return undefined;
   }
-  const headers = request.headers;
   const key = steer.policy === HASH ? hashKeyIn(headers.get(steer.hashHeader), steer.hashCookie) : undefined;
   const cookies = steer.tokens === undefined ? null : headers.get("cookie");
   const random = Math.random();

@@ -14,6 +14,8 @@ const build = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", ".."
 // `durableObjects`: its Durable Object bindings (the global checker).
 // `outbound`: Miniflare's outboundService, a function that answers every
 // fetch the Worker makes (to reach an https host on a loopback origin).
+// `ratelimits`: Miniflare's Rate Limiting bindings, by name
+// (`{ NAME: { namespace_id, simple: { limit, period } } }`).
 // `preamble`: JS run in the Worker's global scope before its first request
 // (e.g. a seeded Math.random, so that what a test asserts on random routing
 // is the same on every run); the built Worker itself is unchanged.
@@ -22,7 +24,7 @@ function wasmModules(dir) {
   return ["index_bg.wasm", "operator_bg.wasm"].map((name) => ({ type: "CompiledWasm", path: path.join(dir, name) }));
 }
 
-export async function startWorker(bindings, { dir = build, durableObjects, outbound, preamble } = {}) {
+export async function startWorker(bindings, { dir = build, durableObjects, outbound, preamble, ratelimits } = {}) {
   const logs = [];
   const entry =
     preamble === undefined
@@ -42,6 +44,7 @@ export async function startWorker(bindings, { dir = build, durableObjects, outbo
     bindings,
     durableObjects,
     ...(outbound === undefined ? {} : { outboundService: outbound }),
+    ...(ratelimits === undefined ? {} : { ratelimits }),
     handleRuntimeStdio(stdout, stderr) {
       for (const stream of [stdout, stderr]) {
         stream.setEncoding("utf8");

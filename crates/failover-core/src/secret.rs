@@ -63,6 +63,20 @@ pub fn bearer_or_basic_matches(header: Option<&str>, token: &str) -> bool {
     bearer | basic
 }
 
+/// True when the header carries any of `tokens` either way (the Worker's
+/// own `STATUS_TOKEN` and `ADMIN_TOKEN`, before an attempt: a browser that
+/// was given the status page's Basic credentials sends them to every path
+/// in that folder, and a client with a mistyped status path sends its
+/// token to the app). Every token is compared, in time that does not say
+/// which one matched; an absent token (`None`) matches nothing.
+pub fn carries_any(header: Option<&str>, tokens: &[Option<&str>]) -> bool {
+    let mut found = false;
+    for token in tokens {
+        found |= bearer_or_basic_matches(header, token.unwrap_or(""));
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,6 +103,30 @@ mod tests {
             !bearer_matches(Some("Bearer "), ""),
             "an empty token never matches"
         );
+    }
+
+    #[test]
+    fn any_of_the_workers_tokens_either_way() {
+        let tokens = [Some("status-token-0123"), Some("admin-token-01234"), None];
+        for header in [
+            "Bearer status-token-0123".to_string(),
+            "bearer admin-token-01234".to_string(),
+            basic(b"ops:status-token-0123"),
+            basic(b":admin-token-01234"),
+        ] {
+            assert!(carries_any(Some(&header), &tokens), "{header}");
+        }
+        for header in [
+            "Bearer the-apps-own-token".to_string(),
+            basic(b"status-token-0123:app-password"),
+            "status-token-0123".to_string(),
+            "Bearer ".to_string(),
+            String::new(),
+        ] {
+            assert!(!carries_any(Some(&header), &tokens), "{header}");
+        }
+        assert!(!carries_any(None, &tokens));
+        assert!(!carries_any(Some("Bearer "), &[None, None]));
     }
 
     /// `Basic` + base64 of `credentials`, as a browser sends it.

@@ -122,6 +122,12 @@ impl WorkerConfig {
         let admin_token = get("ADMIN_TOKEN")
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty() && Some(t) != status_token.as_ref());
+        for (setting, token) in [
+            ("STATUS_TOKEN", &status_token),
+            ("ADMIN_TOKEN", &admin_token),
+        ] {
+            check_token(setting, token.as_deref())?;
+        }
         Ok(WorkerConfig {
             origins: parse_origins(&origins_text, &get)?,
             attempt_timeout_ms: number(
@@ -228,6 +234,28 @@ impl WorkerConfig {
             })
             .collect()
     }
+}
+
+/// The shortest `STATUS_TOKEN` or `ADMIN_TOKEN` taken, in characters: the
+/// agent's rule for the same secret (its `MIN_TOKEN_CHARS`). A short one
+/// can be guessed; the brake on wrong tokens (`edge::guesses`) only slows
+/// the guessing.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// A token shorter than [`MIN_TOKEN_CHARS`] is an error naming the secret
+/// and its length, never its value.
+fn check_token(setting: &'static str, token: Option<&str>) -> Result<(), ConfigError> {
+    let chars = token.map_or(MIN_TOKEN_CHARS, |t| t.chars().count());
+    if chars >= MIN_TOKEN_CHARS {
+        return Ok(());
+    }
+    Err(error(
+        setting,
+        format!(
+            "is {chars} characters long; use at least {MIN_TOKEN_CHARS} \
+             (`openssl rand -hex 24` makes one), then `make secret NAME={setting}`"
+        ),
+    ))
 }
 
 /// Why `STATUS_PATH` would not match requests byte for byte as the runtime
@@ -449,7 +477,7 @@ mod tests {
             ("ATTEMPT_TIMEOUT_MS", "250"),
             ("HEALTH_INTERVAL_MS", "\"1000\""),
             ("HEALTH_RISE", " 3 "),
-            ("STATUS_TOKEN", "s3cret\n"),
+            ("STATUS_TOKEN", "s3cret-s3cret-s3cret\n"),
             ("REPLAY_BODY_MAX_BYTES", "0"),
         ])
         .expect("valid");
@@ -457,7 +485,7 @@ mod tests {
             (c.attempt_timeout_ms, c.health_interval_ms, c.health_rise),
             (250, 1000, 3)
         );
-        assert_eq!(c.status_token.as_deref(), Some("s3cret"));
+        assert_eq!(c.status_token.as_deref(), Some("s3cret-s3cret-s3cret"));
         assert_eq!(c.replay_body_max_bytes, 0);
     }
 
@@ -490,19 +518,23 @@ mod tests {
     fn the_admin_token_is_a_secret_of_its_own() {
         let c = parse(&[
             ("ORIGINS", TWO),
-            ("STATUS_TOKEN", "s"),
-            ("ADMIN_TOKEN", " a\n"),
+            ("STATUS_TOKEN", STATUS),
+            ("ADMIN_TOKEN", " admin-token-of-24-chars\n"),
         ])
         .expect("valid");
-        assert_eq!(c.admin_token.as_deref(), Some("a"));
+        assert_eq!(c.admin_token.as_deref(), Some("admin-token-of-24-chars"));
         assert_eq!(c.reserved_path(), Some("/__failover/status"));
-        for (status, admin) in [(Some("same"), "same\n"), (None, ""), (None, "  ")] {
+        for (status, admin) in [
+            (Some(STATUS), "status-token-of-24-chars\n"),
+            (None, ""),
+            (None, "  "),
+        ] {
             let mut vars = vec![("ORIGINS", TWO), ("ADMIN_TOKEN", admin)];
             vars.extend(status.map(|s| ("STATUS_TOKEN", s)));
             let c = parse(&vars).expect("valid");
             assert_eq!(c.admin_token, None, "{status:?} {admin:?}");
         }
-        let admin_only = parse(&[("ORIGINS", TWO), ("ADMIN_TOKEN", "a")]).expect("valid");
+        let admin_only = parse(&[("ORIGINS", TWO), ("ADMIN_TOKEN", ADMIN)]).expect("valid");
         assert_eq!(
             admin_only.reserved_path(),
             Some("/__failover/status"),
@@ -512,6 +544,30 @@ mod tests {
             parse(&[("ORIGINS", TWO)]).expect("valid").reserved_path(),
             None
         );
+    }
+
+    const STATUS: &str = "status-token-of-24-chars";
+    const ADMIN: &str = "admin-token-of-24-chars";
+
+    #[test]
+    fn a_short_token_is_refused_by_name_without_its_value() {
+        for setting in ["STATUS_TOKEN", "ADMIN_TOKEN"] {
+            for short in ["a", "s3cret", "fifteen-chars-x", " fifteen-chars-x\n"] {
+                let e = parse(&[("ORIGINS", TWO), (setting, short)]).expect_err(short);
+                assert_eq!(e.setting, setting);
+                assert!(e.problem.contains("at least 16"), "{}", e.problem);
+                let shown = format!("{e}");
+                if short.trim().len() > 3 {
+                    assert!(!shown.contains(short.trim()), "{shown}");
+                }
+                assert_eq!(e.value, None, "the value is not even logged");
+            }
+            let sixteen = parse(&[("ORIGINS", TWO), (setting, "sixteen-chars-xy")]);
+            assert!(sixteen.is_ok(), "{setting}: 16 characters are enough");
+            // Characters, not bytes: 16 letters of any script.
+            let wide = parse(&[("ORIGINS", TWO), (setting, "äöüäöüäöüäöüäöüä")]);
+            assert!(wide.is_ok(), "{setting}");
+        }
     }
 
     /// The vars, the setting the error must name, and a phrase it must contain.

@@ -79,6 +79,19 @@ pub fn access(
     }
 }
 
+/// The header on every answer the Worker gives itself at or under its
+/// status path (its 400s, 401s, 404s and 405s included): `admin` from the
+/// admin API, `status` from the status endpoint. A client of the admin API
+/// (the agent's `[worker]` and `origin`, scripts/origin.mjs) trusts an
+/// answer only with `admin` here and no `X-Served-By` (which every
+/// proxied answer carries): anything else came from an app, through a
+/// mistyped status path or another Worker.
+pub const ANSWERED_BY_HEADER: &str = "x-tunnel-failover";
+/// [`ANSWERED_BY_HEADER`] on the admin API's answers.
+pub const ANSWERED_BY_ADMIN: &str = "admin";
+/// [`ANSWERED_BY_HEADER`] on the status endpoint's answers.
+pub const ANSWERED_BY_STATUS: &str = "status";
+
 /// What the Worker does with an admin request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer<'a> {
