@@ -1023,12 +1023,12 @@ ready_url = "http://127.0.0.1:20241/ready"
             (
                 worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/\""),
                 "worker.status_path",
-                "not a path",
+                "STATUS_PATH exactly",
             ),
             (
                 worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/s?x=1\""),
                 "worker.status_path",
-                "not a path",
+                "STATUS_PATH exactly",
             ),
             (
                 worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nquiet_for = \"1m\"\ndrain_timeout = \"30s\""),
@@ -1083,6 +1083,17 @@ ready_url = "http://127.0.0.1:20241/ready"
         ];
         let flag = |path: &str| format!("maintenance_flag = {path:?}\n{PER_NODE}");
         let mut table = table;
+        // A path the runtime rewrites before the Worker compares it: the
+        // admin token would go to whatever answers there.
+        for path in ["/a/../b", "/a/./b", "//a", "/a%2e", "/a b", "/a/"] {
+            table.push((
+                worker(&format!(
+                    "url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = {path:?}"
+                )),
+                "worker.status_path",
+                "STATUS_PATH exactly",
+            ));
+        }
         for path in [
             "/tmp/maintenance",
             "/var/tmp/failover/maintenance",
