@@ -327,6 +327,32 @@ fn check_config_refuses_an_open_or_short_token_and_a_hidden_flag() {
         assert!(stderr.contains("`maintenance_flag`"), "{stderr}");
         assert!(stderr.contains("PrivateTmp"), "{stderr}");
     }
+    // Through a symlink: a directory linked to /tmp, and a flag file
+    // linked to where no file is yet. Judged as written, both looked fine.
+    std::os::unix::fs::symlink("/tmp", dir.path("into-tmp")).expect("symlink");
+    std::os::unix::fs::symlink("/tmp/failover-agent-flag", dir.path("flag-link")).expect("symlink");
+    for linked in [dir.path("into-tmp/maintenance"), dir.path("flag-link")] {
+        let linked = linked.display().to_string();
+        std::fs::write(node.config_path(&dir), good.replacen(&flag, &linked, 1)).expect("config");
+        let (code, stderr) = check();
+        assert_eq!(code, Some(2), "{linked}: {stderr}");
+        assert!(stderr.contains("`maintenance_flag`"), "{stderr}");
+        assert!(
+            stderr.contains("under /tmp (as written, or through a symlink)"),
+            "{stderr}"
+        );
+    }
+    // Relative: the daemon and `maintenance on` would not agree on where.
+    std::fs::write(
+        node.config_path(&dir),
+        good.replacen(&flag, "maintenance", 1),
+    )
+    .expect("config");
+    let (code, stderr) = check();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("`maintenance_flag`"), "{stderr}");
+    assert!(stderr.contains("relative path"), "{stderr}");
+    assert!(stderr.contains("working directory"), "{stderr}");
 }
 
 // The timing scenarios: the agent in process, on paused time.
