@@ -11,9 +11,14 @@
 // (or --token-file) names, readable by its owner only, as the node agent's
 // admin_token_file; listing also takes STATUS_TOKEN. The URL is the site (a
 // bare host means the default STATUS_PATH) or the status URL, as for
-// scripts/status.mjs. Prints one line per origin; exits 1 with one line on
-// stderr when the Worker refuses (400 names the field, 401 the token) or
-// cannot be reached, 2 on a usage error. Plain Node 20+, no dependencies.
+// scripts/status.mjs; its path must be the Worker's STATUS_PATH exactly
+// (the Worker's grammar: no "." or ".." segment, "//", trailing "/", "%" or
+// space), checked as typed, before anything is sent. Only an answer with
+// the Worker's mark (x-tunnel-failover: admin, and no x-served-by: the
+// Worker proxied it from an origin) is the admin API's. Prints one line
+// per origin; exits 1 with one line on stderr when the Worker refuses (400
+// names the field, 401 the token), something else answers, or nothing
+// can be reached, 2 on a usage error. Plain Node 20+, no dependencies.
 import { readFileSync, statSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import process from "node:process";
@@ -30,6 +35,44 @@ export const MAX_FOR_S = 30 * 86_400;
 export const MAX_DRAIN_S = 86_400;
 
 class Usage extends Error {}
+
+// What the Worker marks its admin API's answers with (x-tunnel-failover;
+// failover_core::edge::overrides::api::ANSWERED_BY_HEADER and _ADMIN),
+// its refusals included.
+const ADMIN_MARK = "admin";
+
+// The Worker's STATUS_PATH grammar, the twin of
+// crates/failover-core/src/edge/status_path.rs, held to the same rows
+// (tests/fixtures/status-path.json): a path the runtime would rewrite is
+// never the Worker's, and the token would go to whatever answers there.
+// Why not, or null when the path is good.
+export function checkStatusPath(path) {
+  if (!path.startsWith("/")) return "must be a path starting with '/'";
+  const rest = path.slice(1);
+  if (rest === "") return "must be a path other than '/' itself";
+  for (const segment of rest.split("/")) {
+    if (segment === "") return `has an empty segment ("//" or a trailing '/'); write it without`;
+    if (segment === "." || segment === "..") return "has a '.' or '..' segment, which the runtime resolves away";
+    if (!/^[A-Za-z0-9\-._~!$&'()*+,;=:@]+$/.test(segment)) {
+      return "may hold only letters, digits and -._~!$&'()*+,;=:@ between slashes (no space, '%', '?', '#' or non-ASCII letter)";
+    }
+  }
+  return null;
+}
+
+// The status URL, its path checked as typed: `new URL` resolves "." and
+// "..", "%2e" and backslashes and encodes spaces, so the parsed path can
+// look clean where the typed one was not.
+export function adminStatusUrl(text) {
+  const url = statusUrl(text);
+  const typed = /^\s*[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#\\]*([^?#]*)/.exec(String(text))?.[1].trimEnd() ?? "";
+  if (typed === "" || typed === "/") return url;
+  const why = checkStatusPath(typed);
+  if (why !== null || url.pathname !== typed) {
+    throw new Usage(`the URL's path ${JSON.stringify(typed)} ${why ?? "is not as typed once parsed"}; give the site (https://host) or its status URL with the Worker's STATUS_PATH exactly`);
+  }
+  return url;
+}
 
 const UNITS = { d: 86_400, h: 3_600, m: 60, s: 1 };
 
@@ -101,9 +144,9 @@ export function parseArgs(argv, env) {
   if (positional.length > 3) throw new Usage(`unexpected argument ${JSON.stringify(positional[3])}`);
   let url;
   try {
-    url = statusUrl(positional[0]);
+    url = adminStatusUrl(positional[0]);
   } catch (e) {
-    throw new Usage(e.message);
+    throw e instanceof Usage ? e : new Usage(e.message);
   }
   const listing = positional.length === 1;
   let token = env.ADMIN_TOKEN?.trim() || (tokenFile ? tokenFromFile(tokenFile) : undefined);
@@ -156,6 +199,14 @@ export async function call({ url, token, body }) {
     const why = e?.name === "TimeoutError" ? `no answer within ${TIMEOUT_MS / 1000} s` : (e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(e));
     throw new Error(`cannot reach ${shown(url)}: ${why}`);
   }
+  const proxied = res.headers.has("x-served-by");
+  if (res.headers.get("x-tunnel-failover") !== ADMIN_MARK || proxied) {
+    await res.body?.cancel();
+    const how = proxied ? "from an origin behind the Worker (x-served-by)" : "without the Worker's x-tunnel-failover: admin header";
+    throw new Error(
+      `${shown(url)} answered ${res.status} ${how}: not the Worker's admin API (the URL's path is not the Worker's STATUS_PATH, the URL is not the Worker's site, or the Worker is older than this script); nothing was changed`,
+    );
+  }
   const text = await readBounded(res);
   let doc;
   try {
@@ -165,7 +216,7 @@ export async function call({ url, token, body }) {
   }
   if (res.status === 400 && typeof doc?.error === "string") throw new Error(`refused: ${doc.error}`);
   if (res.status === 401) throw new Error(`${shown(url)} refused the token (401): check ADMIN_TOKEN`);
-  if (res.status === 404) throw new Error(`${shown(url)} answered 404: is ADMIN_TOKEN set on the Worker (make secret NAME=ADMIN_TOKEN), and the URL the site's?`);
+  if (res.status === 404) throw new Error(`${shown(url)} answered 404 from the Worker: no admin API there; set its ADMIN_TOKEN (make secret NAME=ADMIN_TOKEN)`);
   if (res.status !== 200 || doc === undefined || typeof doc !== "object") {
     const line = text.split("\n", 1)[0].slice(0, 200);
     throw new Error(`${shown(url)} answered ${res.status}${line ? `: ${line}` : ""}`);

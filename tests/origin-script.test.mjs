@@ -5,11 +5,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import http from "node:http";
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { MAX_FOR_S, parseArgs, render, seconds } from "../scripts/origin.mjs";
+import { MAX_FOR_S, checkStatusPath, parseArgs, render, seconds } from "../scripts/origin.mjs";
 import { startOrigin } from "./support/origin.mjs";
 import { originsVar, startWorker } from "./support/worker.mjs";
 
@@ -63,6 +63,40 @@ test("arguments: what is sent, and what is refused before anything is sent", () 
     [["https://x.example", "home", "drain"], { STATUS_TOKEN: "r" }, /no token/],
   ];
   for (const [argv, e, message] of refused) assert.throws(() => parseArgs(argv, e), message, argv.join(" "));
+});
+
+test("the status path: the Worker's grammar, row by row (tests/fixtures/status-path.json)", () => {
+  const fixture = JSON.parse(readFileSync(new URL("./fixtures/status-path.json", import.meta.url), "utf8"));
+  assert.ok(fixture.rows.length > 20, "rows");
+  for (const { path: p, accepted } of fixture.rows) {
+    assert.equal(checkStatusPath(p) === null, accepted, `${JSON.stringify(p)}: ${checkStatusPath(p)}`);
+  }
+});
+
+test("a URL whose path is not the Worker's STATUS_PATH as typed is refused before anything is sent", () => {
+  const env = { ADMIN_TOKEN: "s3cret" };
+  for (const typed of ["https://x.example", "https://x.example/", " https://x.example/ops/status "]) {
+    const args = parseArgs([typed, "home", "auto"], env);
+    assert.match(args.url.href, /^https:\/\/x\.example\/(__failover|ops)\/status\/origins\/home$/, typed);
+  }
+  // Each parses (new URL resolves or encodes it) to a clean-looking path
+  // the Worker never answers at.
+  const refused = [
+    "https://x.example/a/../b",
+    "https://x.example/a/./b",
+    "https://x.example//a",
+    "https://x.example/a%2e",
+    "https://x.example/%2e%2e/status",
+    "https://x.example/a b",
+    "https://x.example/a/",
+    "https://x.example/__failover/status/",
+    "https://x.example\\__failover\\status",
+    "https://x.example/\u00e9tat",
+  ];
+  for (const typed of refused) {
+    assert.throws(() => parseArgs([typed, "home", "auto"], env), /STATUS_PATH exactly/, typed);
+    assert.throws(() => parseArgs([typed], env), /STATUS_PATH exactly/, typed);
+  }
 });
 
 test("token files: owner-only, one line, bounded", () => {
@@ -178,5 +212,52 @@ test("whatever answers instead of the Worker, the terminal gets one plain line",
     }
   } finally {
     server.close();
+  }
+});
+
+// A stand-in that answers every request with `status` and a plausible
+// admin API body, with `headers`: the Worker itself when they carry its
+// mark, an app (a mistyped path, another site) when they do not.
+async function standIn(headers, status = 200) {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    const drain = { mode: "drain", set_at: "2026-01-01T00:00:00Z", expires_at: null, drain_s: 0, in_effect: true };
+    const body = req.method === "GET" ? { overrides: { primary: drain } } : { origin: "primary", ...drain };
+    res.writeHead(status, { "content-type": "application/json", ...headers });
+    res.end(JSON.stringify(body));
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${server.address().port}`, requests, close: () => server.close() };
+}
+
+test("only the Worker's own answer counts: a plausible 200 from anything else exits 1 and names the cause", async () => {
+  const worker = await standIn({ "x-tunnel-failover": "admin" });
+  const app = await standIn({});
+  const forged = await standIn({ "x-tunnel-failover": "admin", "x-served-by": "primary" });
+  const appRefusing = await standIn({ "www-authenticate": "Basic" }, 401);
+  try {
+    const admin = { ADMIN_TOKEN: "ad" };
+    // The check lets the Worker's answer through.
+    const ok = await run([worker.url, "primary", "drain"], admin);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal((await run([worker.url], admin)).code, 0);
+    const cases = [
+      [app, /answered 200 without the Worker's x-tunnel-failover: admin header: not the Worker's admin API \(the URL's path is not the Worker's STATUS_PATH/],
+      [forged, /answered 200 from an origin behind the Worker \(x-served-by\): not the Worker's admin API/],
+      [appRefusing, /answered 401 without the Worker's x-tunnel-failover: admin header/],
+    ];
+    for (const [server, message] of cases) {
+      for (const args of [[server.url, "primary", "drain"], [server.url]]) {
+        const r = await run(args, admin);
+        assert.equal(r.code, 1, `${args.join(" ")}: ${r.stdout}`);
+        assert.match(r.stderr, message);
+        assert.equal(r.stdout, "", "nothing reads as done");
+        assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+        assert.ok(!r.stderr.includes("refused the token"), r.stderr);
+      }
+    }
+  } finally {
+    for (const s of [worker, app, forged, appRefusing]) s.close();
   }
 });

@@ -251,6 +251,10 @@ fn health(shared: &Shared) -> Answer {
             "app": s.app.map(|a| a.as_str()),
             "app_last_check": s.app_last,
             "maintenance": s.maintenance,
+            // The flag as this process sees it now, not at the last poll:
+            // `failover-agent maintenance on|off` asks it, so a flag the
+            // daemon looks for elsewhere fails the command, not the node.
+            "maintenance_flag_set": shared.maintenance_flag.is_set(),
             "decision": s.last_decision.as_str(),
             "why": s.last_evidence.to_string(),
             "takeovers": s.takeovers,

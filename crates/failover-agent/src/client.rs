@@ -28,6 +28,12 @@ pub struct Response {
     pub location: Option<String>,
     /// The `Retry-After` header, for a throttled webhook.
     pub retry_after: Option<String>,
+    /// The `x-tunnel-failover` header: the Worker's mark on what it
+    /// answers itself (`worker::is_admin_answer`).
+    pub tunnel_failover: Option<String>,
+    /// Whether an `x-served-by` header came: the Worker proxied the answer
+    /// from an origin.
+    pub served_by: bool,
     pub body: Bytes,
 }
 
@@ -277,12 +283,16 @@ where
             .map(str::to_string)
     };
     let (location, retry_after) = (header("location"), header("retry-after"));
+    let tunnel_failover = header(failover_core::edge::overrides::api::ANSWERED_BY_HEADER);
+    let served_by = response.headers().contains_key("x-served-by");
     let Body::Read(limit) = read else {
         // Dropping the response closes the connection (Connection: close).
         return Ok(Response {
             status,
             location,
             retry_after,
+            tunnel_failover,
+            served_by,
             body: Bytes::new(),
         });
     };
@@ -295,6 +305,8 @@ where
         status,
         location,
         retry_after,
+        tunnel_failover,
+        served_by,
         body,
     })
 }

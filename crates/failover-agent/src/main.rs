@@ -75,7 +75,9 @@ enum Command {
         json: bool,
     },
     /// on: never start the connector here, and stop it (handing the tunnel
-    /// over first in a shared tunnel); off: resume
+    /// over first in a shared tunnel); off: resume. Then asks the running
+    /// agent whether it sees the change: exit 1 when it does not (or, for
+    /// on, when no agent answers)
     Maintenance {
         #[arg(value_enum)]
         state: OnOff,
@@ -158,7 +160,7 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::Maintenance { state } => match settings(&cli.config) {
-            Ok(config) => maintenance(&config.maintenance_flag, matches!(state, OnOff::On)),
+            Ok(config) => maintenance(&config, matches!(state, OnOff::On)),
             Err(code) => code,
         },
         Command::Origin {
@@ -305,17 +307,31 @@ fn probe_egress(config: &Config) {
     }
 }
 
-fn status(config: &Config, json: bool) -> ExitCode {
+/// The local agent's address: `listen`, on loopback when it listens on
+/// every address.
+fn local_agent(config: &Config) -> std::net::SocketAddr {
     let mut target = config.listen;
     if target.ip().is_unspecified() {
         target.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
     }
-    let result = runtime().and_then(|rt| {
+    target
+}
+
+/// The local agent's `/health`, as it answers.
+fn local_health(
+    target: std::net::SocketAddr,
+) -> Result<failover_agent::Response, failover_agent::Error> {
+    runtime().and_then(|rt| {
         rt.block_on(async {
             let url = Url::parse(&format!("http://{target}/health"))?;
             Ok(Client::new()?.get(&url, Duration::from_secs(5)).await?)
         })
-    });
+    })
+}
+
+fn status(config: &Config, json: bool) -> ExitCode {
+    let target = local_agent(config);
+    let result = local_health(target);
     match result {
         Ok(r) if r.status == 200 && json => {
             println!("{}", String::from_utf8_lossy(&r.body));
@@ -342,7 +358,15 @@ fn status(config: &Config, json: bool) -> ExitCode {
     }
 }
 
-fn maintenance(flag: &Path, on: bool) -> ExitCode {
+/// `maintenance on|off`: changes the flag, then asks the running agent
+/// whether it sees the change (`/health`'s `maintenance_flag_set`, its own
+/// look at this moment): an agent that looks for the flag elsewhere (another
+/// config) or cannot look at it fails the command, since the node would go
+/// on as before. No agent answering: `on` fails too (nothing stops the
+/// connector now; an agent started later honours the flag), `off` only
+/// warns (nothing is held back by a flag that is gone).
+fn maintenance(config: &Config, on: bool) -> ExitCode {
+    let flag = &config.maintenance_flag;
     let result = if on {
         let created = match flag.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
@@ -357,26 +381,79 @@ fn maintenance(flag: &Path, on: bool) -> ExitCode {
             other => other,
         }
     };
-    match result {
-        Ok(()) if on => {
+    if let Err(e) = result {
+        eprintln!("failover-agent: cannot change {}: {e}", flag.display());
+        return ExitCode::FAILURE;
+    }
+    let target = local_agent(config);
+    let seen = match local_health(target) {
+        Ok(r) if r.status == 200 => serde_json::from_slice::<serde_json::Value>(&r.body)
+            .ok()
+            .and_then(|health| health.get("maintenance_flag_set")?.as_bool())
+            .ok_or_else(|| {
+                format!(
+                    "the agent at {target} does not say whether it sees the flag (HTTP 200 \
+                     without maintenance_flag_set: an agent older than this command?)"
+                )
+            }),
+        Ok(r) => Err(format!(
+            "the agent at {target} answered /health with HTTP {}",
+            r.status
+        )),
+        Err(e) => Err(format!("no agent answers at {target} ({e})")),
+    };
+    match seen {
+        Ok(sees) if sees == on && on => {
             println!(
-                "maintenance on ({}): within one poll the agent stops the local connector (in a \
-                 shared tunnel, once the peer's is ready) and will not start it",
+                "maintenance on ({}): the running agent sees the flag; within one poll it \
+                 stops the local connector (in a shared tunnel, once the peer's is ready) and \
+                 will not start it",
                 flag.display()
             );
             ExitCode::SUCCESS
         }
-        Ok(()) => {
+        Ok(sees) if sees == on => {
             println!(
-                "maintenance off ({}): the connector starts again after its good egress checks \
-                 (about two fail-back periods)",
+                "maintenance off ({}): the running agent sees no flag; the connector starts \
+                 again after its good egress checks (about two fail-back periods)",
                 flag.display()
             );
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("failover-agent: cannot change {}: {e}", flag.display());
+        Ok(_) if on => {
+            eprintln!(
+                "failover-agent: the running agent at {target} does not see the flag at {} \
+                 (written): it looks for it elsewhere (is it running with another config than \
+                 this command's?) or cannot look there; this node goes on serving",
+                flag.display()
+            );
             ExitCode::FAILURE
+        }
+        Ok(_) => {
+            eprintln!(
+                "failover-agent: the running agent at {target} still sees a maintenance flag \
+                 with {} removed: it looks for it elsewhere (is it running with another config \
+                 than this command's?) or cannot tell (a flag it cannot look at counts as set; \
+                 `journalctl -u failover-agent`); this node stays out of service",
+                flag.display()
+            );
+            ExitCode::FAILURE
+        }
+        Err(why) if on => {
+            eprintln!(
+                "failover-agent: maintenance flag written ({}), but {why}: nothing stops the \
+                 local connector now; an agent started later will not start it",
+                flag.display()
+            );
+            ExitCode::FAILURE
+        }
+        Err(why) => {
+            eprintln!(
+                "failover-agent: warning: maintenance flag removed ({}), but {why}: the \
+                 connector starts only once an agent runs",
+                flag.display()
+            );
+            ExitCode::SUCCESS
         }
     }
 }

@@ -176,7 +176,9 @@ fn exit_status(roff: &mut Roff) {
         roff,
         "1",
         "A failure that is not the config: the API could not bind, a task ended, status \
-         could not reach the agent, maintenance could not change the flag.",
+         could not reach the agent, maintenance could not change the flag or the running \
+         agent does not see the change (maintenance on: or no agent answers; the flag stays \
+         written).",
     );
     item(
         roff,

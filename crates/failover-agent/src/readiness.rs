@@ -54,6 +54,8 @@ mod tests {
             status,
             location: None,
             retry_after: None,
+            tunnel_failover: None,
+            served_by: false,
             body: Bytes::from_static(body.as_bytes()),
         })
     }

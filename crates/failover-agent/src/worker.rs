@@ -4,7 +4,10 @@
 //! "drain_s"}`) and read them all (`GET {STATUS_PATH}/origins`). Used by
 //! the drain before a planned stop (`edge_drain`) and by `failover-agent
 //! origin`. The token is sent, never shown; the Worker's own error text is
-//! quoted and bounded like any other party's.
+//! quoted and bounded like any other party's. An answer counts as the
+//! admin API's only with the Worker's mark ([`is_admin_answer`]): a
+//! mistyped `status_path` reaches the app, and the app's 200 is not a
+//! drain.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -13,7 +16,7 @@ use std::time::Duration;
 use hyper::body::Bytes;
 use serde_json::{json, Value};
 
-use crate::client::{Client, Outbound, ProbeError};
+use crate::client::{Client, Outbound, ProbeError, Response};
 use crate::log;
 use crate::url::Url;
 
@@ -33,6 +36,10 @@ pub(crate) const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 120_000;
 pub(crate) const DRAINED_MARKER: &str = "edge-drained";
 /// An answer from the admin API is a few hundred bytes per origin.
 const MAX_ANSWER: usize = 256 * 1024;
+/// `x-tunnel-failover` on every answer of the Worker's admin API
+/// (`{STATUS_PATH}/origins...`), its 400/401/404/405/503 included; the
+/// status endpoint's own answers say `status`. The Worker's constant.
+const ADMIN_MARK: &str = failover_core::edge::overrides::api::ANSWERED_BY_ADMIN;
 
 /// `[worker]`.
 #[derive(Clone, Debug)]
@@ -84,8 +91,10 @@ impl Mode {
 pub(crate) enum AdminError {
     /// No answer (refused, timed out, TLS).
     Unreachable(ProbeError),
-    /// 404 (or 405): no admin API at that path: a Worker from before it,
-    /// or `status_path` is not the Worker's `STATUS_PATH`.
+    /// An answer without the Worker's admin mark, or one it proxied from
+    /// an origin (`proxied`): whatever answers there is not the admin API.
+    NotTheWorker { status: u16, proxied: bool },
+    /// The Worker's own 404: its admin API is off (no `ADMIN_TOKEN`).
     NoAdminApi(u16),
     /// 401/403: the token is not the Worker's `ADMIN_TOKEN`.
     Unauthorized(u16),
@@ -97,10 +106,21 @@ impl fmt::Display for AdminError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AdminError::Unreachable(e) => write!(f, "the Worker did not answer: {e}"),
+            AdminError::NotTheWorker { status, proxied } => write!(
+                f,
+                "HTTP {status} {}: not the Worker's admin API (worker.status_path is not the \
+                 Worker's STATUS_PATH, worker.url is not the Worker's site, or the Worker is \
+                 older than this agent); nothing was changed at the Worker",
+                if *proxied {
+                    "from an origin behind the Worker (x-served-by)"
+                } else {
+                    "without the Worker's x-tunnel-failover: admin header"
+                }
+            ),
             AdminError::NoAdminApi(status) => write!(
                 f,
-                "HTTP {status}: no admin API there (a Worker from before the admin API, or \
-                 worker.status_path is not the Worker's STATUS_PATH)"
+                "HTTP {status} from the Worker: no admin API there (set the Worker's \
+                 ADMIN_TOKEN secret)"
             ),
             AdminError::Unauthorized(status) => write!(
                 f,
@@ -178,13 +198,19 @@ impl Admin<'_> {
             .request(request, self.timeout)
             .await
             .map_err(AdminError::Unreachable)?;
+        if !is_admin_answer(&response) {
+            return Err(AdminError::NotTheWorker {
+                status: response.status,
+                proxied: response.served_by,
+            });
+        }
         let parsed: Option<Value> = serde_json::from_slice(&response.body).ok();
         match response.status {
             // Taken: what it says back is shown to a person, or read for
             // `in_effect`; an answer that is not JSON reads as null (no
             // drain in effect), never as a refusal.
             200..=299 => Ok(parsed.unwrap_or(Value::Null)),
-            404 | 405 => Err(AdminError::NoAdminApi(response.status)),
+            404 => Err(AdminError::NoAdminApi(response.status)),
             401 | 403 => Err(AdminError::Unauthorized(response.status)),
             status => {
                 let text = parsed
@@ -198,6 +224,44 @@ impl Admin<'_> {
                     error: log::quoted(text.trim()),
                 })
             }
+        }
+    }
+}
+
+/// Whether an answer is the Worker's admin API's: its mark, and no
+/// `x-served-by`. An app behind the Worker may send the mark too (forged,
+/// or echoed), but what the Worker proxies always carries `x-served-by`.
+fn is_admin_answer(response: &Response) -> bool {
+    response.tunnel_failover.as_deref() == Some(ADMIN_MARK) && !response.served_by
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_workers_own_admin_answer_is_trusted() {
+        let answer = |mark: Option<&str>, served_by: bool| Response {
+            status: 200,
+            location: None,
+            retry_after: None,
+            tunnel_failover: mark.map(str::to_string),
+            served_by,
+            body: Bytes::new(),
+        };
+        assert!(is_admin_answer(&answer(Some("admin"), false)));
+        for (mark, served_by) in [
+            (None, false),
+            (Some("status"), false),
+            (Some("Admin "), false),
+            (Some(""), false),
+            (Some("admin"), true),
+            (None, true),
+        ] {
+            assert!(
+                !is_admin_answer(&answer(mark, served_by)),
+                "{mark:?}, x-served-by {served_by}"
+            );
         }
     }
 }

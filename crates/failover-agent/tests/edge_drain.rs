@@ -67,8 +67,12 @@ impl Worker {
                 _ => (404, json!({"error": "not found"}).to_string()),
             }
         });
+        let api = Receiver::start_with(handler).await;
+        // The contract: every answer of the admin API carries the mark,
+        // its refusals included.
+        api.answer_header("x-tunnel-failover", "admin");
         Worker {
-            api: Receiver::start_with(handler).await,
+            api,
             overrides,
             broken,
         }
@@ -93,6 +97,11 @@ impl Worker {
 }
 
 fn worker_section(worker: &Worker, secrets: &Dir, extra: &str) -> String {
+    section_for(worker.api.addr, secrets, extra)
+}
+
+/// `[worker]` for whatever listens at `addr`, with the admin token's file.
+fn section_for(addr: std::net::SocketAddr, secrets: &Dir, extra: &str) -> String {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let token = secrets.path("admin-token");
@@ -105,9 +114,66 @@ fn worker_section(worker: &Worker, secrets: &Dir, extra: &str) -> String {
         .unwrap();
     writeln!(file, "{ADMIN_TOKEN}").unwrap();
     format!(
-        "[worker]\nurl = \"http://{}\"\nadmin_token_file = \"{}\"\norigin = \"home\"\ndrain = \"30s\"\nquiet_for = \"5s\"\ndrain_timeout = \"40s\"\n{extra}",
-        worker.api.addr,
+        "[worker]\nurl = \"http://{addr}\"\nadmin_token_file = \"{}\"\norigin = \"home\"\ndrain = \"30s\"\nquiet_for = \"5s\"\ndrain_timeout = \"40s\"\n{extra}",
         token.display()
+    )
+}
+
+/// Not the Worker: what a mistyped `status_path` (or a Worker without the
+/// admin API) reaches, an app that answers every request with a plausible
+/// 200, the drain reported in effect; `headers` go on every answer.
+async fn not_the_worker(headers: &[(&str, &str)]) -> Receiver {
+    let handler: Handler = Arc::new(|r: &Received| {
+        let drain = json!({"mode": "drain", "set_at": "2026-12-01T19:00:00Z", "in_effect": true});
+        match r.method.as_str() {
+            "GET" => (200, json!({"overrides": {"home": drain}}).to_string()),
+            _ => (200, drain.to_string()),
+        }
+    });
+    let app = Receiver::start_with(handler).await;
+    for (name, value) in headers {
+        app.answer_header(name, value);
+    }
+    app
+}
+
+/// A config for `failover-agent origin` with `extra` appended (`[worker]`).
+fn cli_config(secrets: &Dir, extra: &str) -> std::path::PathBuf {
+    let path = secrets.path("config.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "topology = \"tunnel-per-node\"\ntoken_file = \"/nonexistent\"\n\
+             maintenance_flag = \"{}\"\n[connector]\nready_url = \"http://127.0.0.1:1/ready\"\n{extra}",
+            secrets.path("flag").display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `failover-agent --config path origin words...`, the real binary.
+async fn origin_cli(path: std::path::PathBuf, words: &[&str]) -> std::process::Output {
+    let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(support::AGENT)
+            .arg("--config")
+            .arg(&path)
+            .arg("origin")
+            .args(&words)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+/// Its stdout and stderr, as a person reads them.
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     )
 }
 
@@ -315,39 +381,9 @@ async fn the_origin_command_speaks_the_contract() {
     let worker = Worker::start().await;
     let secrets = Dir::new("origin-cli");
     let section = worker_section(&worker, &secrets, "");
-    let config = |extra: &str| {
-        let path = secrets.path("config.toml");
-        std::fs::write(
-            &path,
-            format!(
-                "topology = \"tunnel-per-node\"\ntoken_file = \"/nonexistent\"\n\
-                 maintenance_flag = \"{}\"\n[connector]\nready_url = \"http://127.0.0.1:1/ready\"\n{extra}",
-                secrets.path("flag").display()
-            ),
-        )
-        .unwrap();
-        path
-    };
-    let run = |path: std::path::PathBuf, words: &'static [&'static str]| async move {
-        tokio::task::spawn_blocking(move || {
-            std::process::Command::new(support::AGENT)
-                .arg("--config")
-                .arg(&path)
-                .arg("origin")
-                .args(words)
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap()
-    };
-    let text = |out: &std::process::Output| {
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
+    let config = |extra: &str| cli_config(&secrets, extra);
+    let run = |path: std::path::PathBuf, words: &'static [&'static str]| origin_cli(path, words);
+    let text = said;
     let path = config(&section);
 
     let out = run(
@@ -446,4 +482,82 @@ async fn the_origin_command_speaks_the_contract() {
     let out = run(bare, &["drain", "home"]).await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("`worker`"), "{}", text(&out));
+}
+
+/// `failover-agent origin` against what is not the Worker's admin API: an
+/// app's plausible 200 (a mistyped `status_path`), its 401 (not the
+/// Worker's verdict on the token), and an origin's answer the Worker
+/// proxied with a forged mark. Each exits 1 naming the likely cause;
+/// none reads as done.
+#[tokio::test]
+async fn the_origin_command_trusts_only_the_workers_own_answer() {
+    let secrets = Dir::new("origin-not-the-worker");
+    let app = not_the_worker(&[]).await;
+    let path = cli_config(&secrets, &section_for(app.addr, &secrets, ""));
+    for words in [&["show"][..], &["drain", "home"][..], &["auto", "home"][..]] {
+        let out = origin_cli(path.clone(), words).await;
+        assert_eq!(out.status.code(), Some(1), "{words:?}: {}", said(&out));
+        for phrase in [
+            "not the Worker's admin API",
+            "worker.status_path is not the Worker's STATUS_PATH",
+            "x-tunnel-failover",
+        ] {
+            assert!(said(&out).contains(phrase), "{words:?}: {}", said(&out));
+        }
+        assert!(!said(&out).contains("in effect"), "{}", said(&out));
+        assert!(!said(&out).contains(ADMIN_TOKEN), "{}", said(&out));
+    }
+
+    // The app's own 401 is no word on the Worker's token.
+    let refusing: Handler = Arc::new(|_: &Received| (401, "{}".to_string()));
+    let app = Receiver::start_with(refusing).await;
+    let path = cli_config(&secrets, &section_for(app.addr, &secrets, ""));
+    let out = origin_cli(path, &["drain", "home"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        said(&out).contains("not the Worker's admin API"),
+        "{}",
+        said(&out)
+    );
+    assert!(!said(&out).contains("refused the token"), "{}", said(&out));
+
+    // An origin behind the Worker that sends the mark itself: the
+    // Worker's x-served-by gives it away.
+    let forged = not_the_worker(&[("x-tunnel-failover", "admin"), ("x-served-by", "home")]).await;
+    let path = cli_config(&secrets, &section_for(forged.addr, &secrets, ""));
+    let out = origin_cli(path, &["show"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        said(&out).contains("from an origin behind the Worker"),
+        "{}",
+        said(&out)
+    );
+}
+
+/// The drain before a planned stop, with `[worker]` reaching an app that
+/// answers 200 and "drain in effect": no drain is recorded (nothing to
+/// give back), and the node stops at once as with no admin API, instead
+/// of waiting on an answer that proves nothing.
+#[tokio::test(start_paused = true)]
+async fn a_drain_answered_by_an_app_is_no_drain() {
+    let app = not_the_worker(&[]).await;
+    let secrets = Dir::new("drain-not-the-worker-secrets");
+    let node = PerNode::start(
+        "drain-not-the-worker-node",
+        &section_for(app.addr, &secrets, ""),
+    )
+    .await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    node.in_flight(3);
+    node.agent.maintenance(true);
+    node.expect(3, "stopped at once", |n| !n.connector.is_running())
+        .await;
+    assert!(!node.dir.path("edge-drained").exists());
+    let asked: Vec<String> = app.requests().iter().map(|r| r.method.clone()).collect();
+    assert_eq!(
+        asked,
+        ["POST"],
+        "asked on after an answer that was not the Worker's"
+    );
 }

@@ -131,23 +131,94 @@ fn api_endpoints_and_the_bearer_token() {
     assert!(text.contains("maintenance  off"), "{text}");
 }
 
+/// `maintenance on|off` changes the flag, then asks the running agent
+/// whether it sees the change: with no agent, `on` fails (nothing stops
+/// the connector now) and `off` warns; an agent that looks for the flag
+/// elsewhere (another config) fails both, where they used to say done.
 #[test]
-fn maintenance_command_toggles_the_flag_file() {
+fn maintenance_command_toggles_the_flag_and_asks_the_running_agent() {
     let dir = Scratch::new("flag");
     let node = lone_standby();
-    node.write_config(&dir);
-    assert!(node.run_cli(&dir, &["maintenance", "on"]).status.success());
-    assert!(node.flag(&dir).exists());
-    assert!(node.run_cli(&dir, &["maintenance", "off"]).status.success());
+    let good = std::fs::read_to_string(node.write_config(&dir)).expect("config");
+    let said = |out: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+
+    let on = node.run_cli(&dir, &["maintenance", "on"]);
+    assert_eq!(on.status.code(), Some(1), "{}", said(&on));
+    assert!(node.flag(&dir).exists(), "written all the same");
+    assert!(said(&on).contains("flag written"), "{}", said(&on));
+    assert!(said(&on).contains("no agent answers"), "{}", said(&on));
+    let off = node.run_cli(&dir, &["maintenance", "off"]);
+    assert_eq!(off.status.code(), Some(0), "{}", said(&off));
+    assert!(said(&off).contains("warning"), "{}", said(&off));
     assert!(!node.flag(&dir).exists());
-    assert!(
-        node.run_cli(&dir, &["maintenance", "off"]).status.success(),
-        "off twice is fine"
-    );
     assert!(!node
         .run_cli(&dir, &["maintenance", "maybe"])
         .status
         .success());
+
+    let _agent = node.start_agent(&dir);
+    let _cleanup = support::StopConnectorOnDrop(&node, &dir);
+    let on = node.run_cli(&dir, &["maintenance", "on"]);
+    assert_eq!(on.status.code(), Some(0), "{}", said(&on));
+    assert!(
+        said(&on).contains("the running agent sees the flag"),
+        "{}",
+        said(&on)
+    );
+    let off = node.run_cli(&dir, &["maintenance", "off"]);
+    assert_eq!(off.status.code(), Some(0), "{}", said(&off));
+    assert!(
+        said(&off).contains("the running agent sees no flag"),
+        "{}",
+        said(&off)
+    );
+    let again = node.run_cli(&dir, &["maintenance", "off"]);
+    assert_eq!(again.status.code(), Some(0), "off twice: {}", said(&again));
+
+    // The operator's config names another flag than the agent's.
+    let flag = node.flag(&dir).display().to_string();
+    let other_flag = dir.path("other.maintenance");
+    let other = dir.path("other.toml");
+    std::fs::write(
+        &other,
+        good.replacen(&flag, &other_flag.display().to_string(), 1),
+    )
+    .expect("config");
+    let with_other = |state: &str| {
+        Command::new(AGENT)
+            .arg("--config")
+            .arg(&other)
+            .args(["maintenance", state])
+            .output()
+            .expect("runs")
+    };
+    let on = with_other("on");
+    assert_eq!(on.status.code(), Some(1), "{}", said(&on));
+    assert!(other_flag.exists());
+    assert!(
+        said(&on).contains(&format!(
+            "does not see the flag at {}",
+            other_flag.display()
+        )),
+        "{}",
+        said(&on)
+    );
+    assert!(said(&on).contains("another config"), "{}", said(&on));
+    std::fs::write(node.flag(&dir), b"on\n").expect("the agent's own flag");
+    let off = with_other("off");
+    assert_eq!(off.status.code(), Some(1), "{}", said(&off));
+    assert!(
+        said(&off).contains("still sees a maintenance flag"),
+        "{}",
+        said(&off)
+    );
+    std::fs::remove_file(node.flag(&dir)).expect("flag");
 }
 
 #[test]
@@ -327,6 +398,32 @@ fn check_config_refuses_an_open_or_short_token_and_a_hidden_flag() {
         assert!(stderr.contains("`maintenance_flag`"), "{stderr}");
         assert!(stderr.contains("PrivateTmp"), "{stderr}");
     }
+    // Through a symlink: a directory linked to /tmp, and a flag file
+    // linked to where no file is yet. Judged as written, both looked fine.
+    std::os::unix::fs::symlink("/tmp", dir.path("into-tmp")).expect("symlink");
+    std::os::unix::fs::symlink("/tmp/failover-agent-flag", dir.path("flag-link")).expect("symlink");
+    for linked in [dir.path("into-tmp/maintenance"), dir.path("flag-link")] {
+        let linked = linked.display().to_string();
+        std::fs::write(node.config_path(&dir), good.replacen(&flag, &linked, 1)).expect("config");
+        let (code, stderr) = check();
+        assert_eq!(code, Some(2), "{linked}: {stderr}");
+        assert!(stderr.contains("`maintenance_flag`"), "{stderr}");
+        assert!(
+            stderr.contains("under /tmp (as written, or through a symlink)"),
+            "{stderr}"
+        );
+    }
+    // Relative: the daemon and `maintenance on` would not agree on where.
+    std::fs::write(
+        node.config_path(&dir),
+        good.replacen(&flag, "maintenance", 1),
+    )
+    .expect("config");
+    let (code, stderr) = check();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("`maintenance_flag`"), "{stderr}");
+    assert!(stderr.contains("relative path"), "{stderr}");
+    assert!(stderr.contains("working directory"), "{stderr}");
 }
 
 // The timing scenarios: the agent in process, on paused time.

@@ -7,17 +7,19 @@
 //!   key a misspelt one was meant to be.
 //! - `describe`: the effective settings, one `key = value` a line
 //!   (`check-config`).
+//! - `sandbox`: where the packaged unit hides files from the agent.
 
 mod describe;
 mod duration;
 mod notify;
+mod sandbox;
 mod secret_file;
 mod suggest;
 mod worker;
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use failover_core::node::{AppTiming, Role, Timing, Topology};
@@ -50,10 +52,6 @@ pub(crate) const DEFAULT_LISTEN_PER_NODE: &str = "127.0.0.1:8790";
 /// Shorter tokens are refused: the token keys the peers' HMAC and guards
 /// `POST /failover/*` from anyone who can reach `listen`.
 pub(crate) const MIN_TOKEN_CHARS: usize = 16;
-/// Where the packaged unit's sandbox hides files from the daemon
-/// (`PrivateTmp=yes`, `ProtectHome=yes`): a maintenance flag there is set by
-/// the operator's shell and never seen by the agent.
-const HIDDEN_FROM_THE_UNIT: &[&str] = &["/tmp", "/var/tmp", "/home", "/root", "/run/user"];
 pub(crate) const DEFAULT_FLAG: &str = "/var/lib/failover-agent/maintenance";
 /// The unit's `StateDirectory=`: the one place the sandboxed agent writes.
 pub(crate) const DEFAULT_STATE_DIR: &str = "/var/lib/failover-agent";
@@ -636,26 +634,6 @@ fn host_name() -> String {
     }
 }
 
-/// The hidden directory `path` lies in, judged on the path as written with
-/// `.` and `..` resolved (a symlink is not followed: the file need not
-/// exist yet).
-fn hidden_from_the_unit(path: &Path) -> Option<&'static str> {
-    let mut normal = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
-    HIDDEN_FROM_THE_UNIT
-        .iter()
-        .copied()
-        .find(|dir| normal.starts_with(dir))
-}
-
 /// The token, refused when others may read it or it is too short to key
 /// an HMAC worth the name.
 fn read_token(token_file: &Path) -> Result<Token, ConfigError> {
@@ -766,8 +744,9 @@ impl<'a> Section<'a> {
     }
 
     /// A path the agent must see under the packaged unit's sandbox
-    /// (`default` when absent); `otherwise` says what goes wrong if it is
-    /// hidden from it.
+    /// (`default` when absent): absolute, and not in a directory the unit
+    /// hides, as written or through a symlink; `otherwise` says what goes
+    /// wrong if it is hidden.
     fn path_the_unit_sees(
         &self,
         name: &str,
@@ -775,13 +754,26 @@ impl<'a> Section<'a> {
         otherwise: &str,
     ) -> Result<PathBuf, ConfigError> {
         let path = PathBuf::from(self.string(name)?.unwrap_or_else(|| default.to_string()));
-        match hidden_from_the_unit(&path) {
+        if !path.is_absolute() {
+            return Err(err(
+                &self.key(name),
+                format!(
+                    "{:?} is a relative path: the daemon would resolve it from its own working \
+                     directory (/ under systemd), and `failover-agent maintenance` and the other \
+                     commands from the shell they run in, so they would not look at the same \
+                     file; give an absolute path, e.g. {default}",
+                    path.display().to_string()
+                ),
+            ));
+        }
+        match sandbox::hidden_from_the_unit(&path) {
             None => Ok(path),
             Some(hidden) => Err(err(
                 &self.key(name),
                 format!(
-                    "{} is under {hidden}, which the packaged unit hides from the agent \
-                     (PrivateTmp=yes, ProtectHome=yes): {otherwise}",
+                    "{} is under {hidden} (as written, or through a symlink), which the \
+                     packaged unit hides from the agent (PrivateTmp=yes, ProtectHome=yes): \
+                     {otherwise}",
                     path.display()
                 ),
             )),
@@ -1023,12 +1015,12 @@ ready_url = "http://127.0.0.1:20241/ready"
             (
                 worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/\""),
                 "worker.status_path",
-                "not a path",
+                "STATUS_PATH exactly",
             ),
             (
                 worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/s?x=1\""),
                 "worker.status_path",
-                "not a path",
+                "STATUS_PATH exactly",
             ),
             (
                 worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nquiet_for = \"1m\"\ndrain_timeout = \"30s\""),
@@ -1083,6 +1075,17 @@ ready_url = "http://127.0.0.1:20241/ready"
         ];
         let flag = |path: &str| format!("maintenance_flag = {path:?}\n{PER_NODE}");
         let mut table = table;
+        // A path the runtime rewrites before the Worker compares it: the
+        // admin token would go to whatever answers there.
+        for path in ["/a/../b", "/a/./b", "//a", "/a%2e", "/a b", "/a/"] {
+            table.push((
+                worker(&format!(
+                    "url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = {path:?}"
+                )),
+                "worker.status_path",
+                "STATUS_PATH exactly",
+            ));
+        }
         for path in [
             "/tmp/maintenance",
             "/var/tmp/failover/maintenance",
@@ -1093,6 +1096,21 @@ ready_url = "http://127.0.0.1:20241/ready"
         ] {
             table.push((flag(path), "maintenance_flag", "hides from the agent"));
         }
+        // The daemon (cwd / under systemd) and `maintenance on` (the
+        // operator's shell) would look at two different files.
+        for path in [
+            "maintenance",
+            "./maintenance",
+            "var/lib/failover-agent/maintenance",
+            "",
+        ] {
+            table.push((flag(path), "maintenance_flag", "relative path"));
+        }
+        table.push((
+            format!("state_dir = \"state\"\n{PER_NODE}"),
+            "state_dir",
+            "relative path",
+        ));
         for (text, key, phrase) in table {
             match Config::parse(&text) {
                 Ok(_) => panic!("accepted, expected an error on `{key}`:\n{text}"),

@@ -59,19 +59,16 @@ pub(super) fn parse(
     let status_path = section
         .string("status_path")?
         .unwrap_or_else(|| DEFAULT_STATUS_PATH.to_string());
-    let good_path = status_path.starts_with('/')
-        && status_path.len() > 1
-        && !status_path.ends_with('/')
-        && status_path
-            .chars()
-            .all(|c| c.is_ascii_graphic() && !matches!(c, '?' | '#' | '%'));
-    if !good_path {
+    // The Worker's own grammar: a path the runtime rewrites ("/a/../b",
+    // "/a%2e") is not where the Worker answers, and the admin token would
+    // go to whatever answers there instead.
+    if let Err(why) = failover_core::edge::status_path::check(&status_path) {
         return Err(err(
             "worker.status_path",
             format!(
-                "{status_path:?} is not a path like \"{DEFAULT_STATUS_PATH}\" (the Worker's \
-                 STATUS_PATH: starts with '/', not '/' alone, no trailing '/', query or \
-                 spaces)"
+                "{status_path:?} {why}; give the Worker's STATUS_PATH exactly, a path like \
+                 \"{DEFAULT_STATUS_PATH}\" (letters, digits and -._~!$&'()*+,;=:@ between \
+                 single slashes, no '.' or '..' segment, no trailing '/')"
             ),
         ));
     }

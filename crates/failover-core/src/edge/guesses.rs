@@ -295,7 +295,11 @@ mod tests {
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
                 // Zero groups often, so that `::` lands everywhere.
-                *g = if seed.is_multiple_of(3) { 0 } else { seed as u16 };
+                *g = if seed.is_multiple_of(3) {
+                    0
+                } else {
+                    seed as u16
+                };
             }
             let a = Ipv6Addr::new(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]);
             let want = format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3]);

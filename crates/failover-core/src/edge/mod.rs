@@ -4,6 +4,8 @@
 //! Layout, in the order a request meets them:
 //! - [`time`]: instants are `u64` ms, spans are `Duration`; a leaf every
 //!   module with a clock uses.
+//! - [`status_path`]: what a `STATUS_PATH` may be (the Worker's config
+//!   and the admin API's clients, one grammar).
 //! - [`config`]: the `[vars]`, validated once: the settings
 //!   ([`config::vars`]), the origins ([`config::origins`]) with their
 //!   URLs ([`config::urls`]) and Access tokens ([`config::access`]).
@@ -66,6 +68,7 @@ pub mod report;
 pub mod route;
 pub mod shared;
 pub mod slow_start;
+pub mod status_path;
 pub mod steering;
 pub mod target;
 pub mod time;

@@ -11,6 +11,7 @@
 
 use crate::edge::affinity::{Affinity, AffinityFailover, AffinityMode};
 use crate::edge::slow_start::SlowStart;
+use crate::edge::status_path::check as check_status_path;
 use crate::edge::steering::{Candidate, HashKey, Policy};
 use crate::notify::Webhook;
 
@@ -256,39 +257,6 @@ fn check_token(setting: &'static str, token: Option<&str>) -> Result<(), ConfigE
              (`openssl rand -hex 24` makes one), then `make secret NAME={setting}`"
         ),
     ))
-}
-
-/// Why `STATUS_PATH` would not match requests byte for byte as the runtime
-/// hands them over (`target::is_status_path`), if it would not: then the
-/// status page and the admin API, tokens and all, would silently go to the
-/// origin. The runtime percent-encodes a space or a non-ASCII letter and
-/// resolves "." and ".." segments, so only what it leaves alone is taken:
-/// letters, digits and `-._~!$&'()*+,;=:@` between single slashes, no
-/// trailing slash (`/ops/` would leave `/ops` to the origin).
-fn check_status_path(path: &str) -> Result<(), &'static str> {
-    let Some(rest) = path.strip_prefix('/') else {
-        return Err("must be a path starting with '/'");
-    };
-    if rest.is_empty() {
-        return Err("must be a path other than '/' itself");
-    }
-    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(c);
-    for segment in rest.split('/') {
-        if segment.is_empty() {
-            return Err("has an empty segment (\"//\" or a trailing '/'); write it without");
-        }
-        if segment == "." || segment == ".." {
-            return Err("has a '.' or '..' segment, which the runtime resolves away");
-        }
-        if !segment.chars().all(allowed) {
-            return Err(
-                "may hold only letters, digits and -._~!$&'()*+,;=:@ between slashes (no \
-                 space, '%', '?', '#' or non-ASCII letter: the runtime would encode them, and \
-                 the path would never match)",
-            );
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
