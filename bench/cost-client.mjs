@@ -16,6 +16,7 @@
 //   node bench/cost-client.mjs --url http://127.0.0.1:PORT
 //        (--count N | --seconds S) [--concurrency C] [--interval-ms MS]
 //        [--method GET|POST] [--body-bytes B] [--cookie NAME=VALUE]
+//        [--authorization VALUE]
 //
 // --interval-ms: one request every MS (one connection, each request
 // started on its tick, or at once when the previous one ran past it): the
@@ -37,6 +38,7 @@ const { values: opt } = parseArgs({
     method: { type: "string", default: "GET" },
     "body-bytes": { type: "string", default: "512" },
     cookie: { type: "string", default: "" },
+    authorization: { type: "string", default: "" },
   },
 });
 const COOKIE = "__tf_affinity";
@@ -53,7 +55,7 @@ const interval = Number(opt["interval-ms"]);
 const concurrency = interval > 0 ? 1 : Number(opt.concurrency);
 const body = opt.method === "POST" ? randomBytes(Number(opt["body-bytes"])) : null;
 if (!opt.url || (count === Infinity && deadline === Infinity) || !(concurrency >= 1)) {
-  console.error("usage: cost-client.mjs --url URL (--count N | --seconds S) [--concurrency C] [--interval-ms MS] [--method GET|POST] [--body-bytes B] [--cookie C]");
+  console.error("usage: cost-client.mjs --url URL (--count N | --seconds S) [--concurrency C] [--interval-ms MS] [--method GET|POST] [--body-bytes B] [--cookie C] [--authorization VALUE]");
   process.exit(2);
 }
 
@@ -67,6 +69,7 @@ let firstFailure = null;
 function once(n) {
   const headers = { "x-user": `user-${(n % USERS) + 1}` };
   if (cookie) headers.cookie = cookie;
+  if (opt.authorization) headers.authorization = opt.authorization;
   if (body) {
     headers["content-type"] = "application/octet-stream";
     headers["content-length"] = String(body.length);

@@ -6,6 +6,8 @@
 //        anchor rows when DIR/worker.mjs is absent)
 //   node bench/cost-config.mjs workerd OUT --row ID --port N --cache ADDR \
 //        --product-dir DIR --anchor-dir DIR --primary URL --replica URL
+//   node bench/cost-config.mjs client-args --row ID   (the row's own
+//        arguments for bench/cost-client.mjs, one a line; none for most)
 
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -36,6 +38,17 @@ export const ROWS = [
       settings: { ...p.settings, COLO_HEALTH: "off" },
     },
   ]),
+  // Every request carries an app's own Authorization (an API client, a
+  // WebDAV mount): while STATUS_TOKEN is set such a request takes the full
+  // path, which compares it with the Worker's tokens and forwards it
+  // (src/proxy.rs). The failover row's requests carry none.
+  {
+    id: "failover-authorization",
+    label: "failover, each GET with an app's Authorization",
+    kind: "product",
+    settings: { STEERING: "failover" },
+    client: ["--authorization", "Bearer an-apps-own-api-token-0123456789"],
+  },
   { id: "anchor", label: "JS anchor", kind: "anchor" },
   { id: "floor-bare", label: "floor 1: bare pass-through", kind: "floor", module: "floor-bare.mjs" },
   { id: "floor-work", label: "floor 2: + timer + X-Served-By", kind: "floor", module: "floor-work.mjs" },
@@ -98,7 +111,7 @@ function config(row, opt) {
 // Only when run as a script: cost-report.mjs imports ROWS.
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const [command, out, ...rest] = process.argv.slice(2);
-  const args = command === "list" ? [out, ...rest].filter((a) => a !== undefined) : rest;
+  const args = command === "list" || command === "client-args" ? [out, ...rest].filter((a) => a !== undefined) : rest;
   const { values: opt } = parseArgs({
     args,
     options: {
@@ -114,6 +127,10 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   if (command === "list") {
     const anchor = opt["anchor-dir"] && existsSync(path.join(opt["anchor-dir"], "worker.mjs"));
     for (const row of ROWS) if (row.kind !== "anchor" || anchor) console.log(row.id);
+  } else if (command === "client-args") {
+    const row = ROWS.find((r) => r.id === opt.row);
+    if (!row) throw new Error(`no row ${opt.row}; rows: ${ROWS.map((r) => r.id).join(", ")}`);
+    for (const arg of row.client ?? []) console.log(arg);
   } else if (command === "workerd" && out) {
     const row = ROWS.find((r) => r.id === opt.row);
     if (!row) throw new Error(`no row ${opt.row}; rows: ${ROWS.map((r) => r.id).join(", ")}`);

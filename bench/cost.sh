@@ -303,6 +303,10 @@ count_row() { # ROW PROCESS
     die "$row: workerd under callgrind did not answer in ${START_SECONDS} s: $(tail -5 "$log")"
   say "  $row, process $process: first answer after $((SECONDS - started)) s"
   local cookie=
+  # The row's own client arguments (an Authorization header on every
+  # request, for one row), on top of the regime's.
+  local row_args=()
+  mapfile -t row_args < <(node "$BENCH/cost-config.mjs" client-args --row "$row")
   # Per regime: the client's arguments, the warm-up, requests per window,
   # windows.
   for regime in "${REGIMES[@]}"; do
@@ -312,6 +316,7 @@ count_row() { # ROW PROCESS
       post) args=(--concurrency "$CONNS" --method POST --body-bytes "$POST_BYTES") warm=$POST_WARM n=$POSTS windows=$WINDOWS ;;
       sparse) args=(--interval-ms "$SPARSE_MS") warm=$SPARSE_WARM n=$SPARSE windows=$SPARSE_WINDOWS ;;
     esac
+    args+=("${row_args[@]}")
     local got
     got=$(client "${args[@]}" ${cookie:+--cookie "$cookie"} --count "$warm") || die "$row: the $regime warm-up client failed"
     # Not fatal: the warm-up is not counted; the windows check their own.

@@ -44,7 +44,9 @@ const ROWS = {
     ],
   },
   cost: {
-    always: ["every product row (each steering policy, colo health on and off) and the two floors, with their /floor2 ratios"],
+    always: [
+      "every product row (each steering policy, colo health on and off; failover with an app's Authorization on every request) and the two floors, with their /floor2 ratios",
+    ],
     anchor: ["the JS anchor row", "the /anchor ratios"],
   },
 };

@@ -22,6 +22,9 @@ import { pathToFileURL } from "node:url";
 import process from "node:process";
 
 export const DEFAULT_STATUS_PATH = "/__failover/status";
+// What the Worker marks its status endpoint's answers with (x-tunnel-failover;
+// failover_core::edge::overrides::api::ANSWERED_BY_HEADER and _STATUS).
+const STATUS_MARK = "status";
 const TIMEOUT_MS = 10_000;
 // Answers are a few KB; a proxied path could be anything.
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -86,6 +89,17 @@ export async function fetchStatus(url, token, { json = false } = {}) {
     throw new Error(`cannot reach ${shown(url)}: ${why}`);
   }
   const body = await readBounded(res);
+  // Only the Worker's status endpoint marks its answers (its 401 too), and
+  // what the Worker proxies from an origin carries X-Served-By: anything
+  // else is an app's answer (STATUS_TOKEN unset on the Worker, a mistyped
+  // path, another site), which is neither the document nor a refusal.
+  const proxied = res.headers.has("x-served-by");
+  if (res.headers.get("x-tunnel-failover") !== STATUS_MARK || proxied) {
+    const from = proxied ? "from an origin behind the Worker (X-Served-By)" : "without the Worker's x-tunnel-failover: status header";
+    throw new Error(
+      `${shown(url)} answered ${res.status} ${from}: not the Worker's status endpoint (is STATUS_TOKEN set on the Worker, and is this its STATUS_PATH?)`,
+    );
+  }
   if (res.status === 401) throw new TokenRefused(`${shown(url)} refused the token (401): check STATUS_TOKEN`);
   if (res.status !== 200) throw new Error(`${shown(url)} answered ${res.status}, not the status document`);
   const type = res.headers.get("content-type") ?? "no content-type";

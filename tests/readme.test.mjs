@@ -59,11 +59,14 @@ test("the settings table lists exactly the settings the Worker reads, and the OR
   const list = vars.match(/pub const SETTINGS: \[&str; \d+\] = \[([\s\S]*?)\];/);
   assert.ok(list, "SETTINGS not found in vars.rs");
   const settings = [...list[1].matchAll(/"([A-Z_]+)"/g)].map((m) => m[1]);
-  // HEALTH_CHECKER is a binding, not a var: the table lists it too.
+  // The bindings the Worker looks for are in the table too, each named
+  // where the Worker reads it.
+  const bindings = { HEALTH_CHECKER: "crates/failover-core/src/edge/consult.rs", TOKEN_GUESS_LIMITER: "src/guesses.rs" };
+  for (const [name, file] of Object.entries(bindings)) assert.match(read(file), new RegExp(`"${name}"`), `${name} in ${file}`);
   const rows = new Set([...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]));
-  const undocumented = settings.filter((s) => !rows.has(s));
+  const undocumented = [...settings, ...Object.keys(bindings)].filter((s) => !rows.has(s));
   assert.deepEqual(undocumented, [], `settings missing from the README's table: ${undocumented.join(", ")}`);
-  const unknown = [...rows].filter((r) => !settings.includes(r) && r !== "HEALTH_CHECKER");
+  const unknown = [...rows].filter((r) => !settings.includes(r) && !(r in bindings));
   assert.deepEqual(unknown, [], `README documents settings the Worker does not read: ${unknown.join(", ")}`);
 
   const origins = read("crates/failover-core/src/edge/config/origins.rs");

@@ -373,19 +373,30 @@ describe("the status page for a person", () => {
     assert.match(denied.stderr, /^status\.mjs: .*401.*\n$/);
     assert.doesNotMatch(denied.stderr, /wrong/, "never prints the token");
 
-    // A path the Worker proxies: the origin answers JSON that is not ours.
+    // A path the Worker proxies: the origin's answer, X-Served-By and all.
     const proxied = await runScript([`${worker.url}/elsewhere`], { STATUS_TOKEN: "s3cret-token-for-the-status" });
     assert.equal(proxied.code, 1);
-    assert.match(proxied.stderr, /^status\.mjs: .*did not answer text \(application\/json\), not a status document.*\n$/);
+    assert.match(proxied.stderr, /^status\.mjs: .*answered 200 from an origin behind the Worker \(X-Served-By\): not the Worker's status endpoint.*\n$/);
 
     const plainText = await startOrigin("plain");
     plainText.mode = 200; // answers 200 text/plain
     try {
-      // Text, but not ours: an origin answering a proxied path.
+      // Text, but not ours: something that is not the Worker at all.
       const otherText = await runScript([`${plainText.url}/__failover/status`], { STATUS_TOKEN: "t-status-token-0123" });
       assert.equal(otherText.code, 1);
-      assert.match(otherText.stderr, /^status\.mjs: .*answered text that is not a status document.*\n$/);
+      assert.match(otherText.stderr, /^status\.mjs: .*answered 200 without the Worker's x-tunnel-failover: status header.*\n$/);
       assert.equal(otherText.stdout, "");
+      // Its 401 is no refusal of the token by the Worker either.
+      plainText.mode = 401;
+      const app401 = await runScript([`${plainText.url}/__failover/status`], { STATUS_TOKEN: "t-status-token-0123" });
+      assert.equal(app401.code, 1);
+      assert.match(app401.stderr, /answered 401 without the Worker's x-tunnel-failover: status header/);
+      assert.doesNotMatch(app401.stderr, /refused the token/);
+      // Marked, but not a document: still refused (an impostor's text).
+      plainText.mode = { status: 200, headers: { "content-type": "text/plain", "x-tunnel-failover": "status" }, body: "hello\n" };
+      const marked = await runScript([`${plainText.url}/__failover/status`], { STATUS_TOKEN: "t-status-token-0123" });
+      assert.equal(marked.code, 1);
+      assert.match(marked.stderr, /^status\.mjs: .*answered text that is not a status document.*\n$/);
     } finally {
       await plainText.stop();
     }
@@ -469,7 +480,7 @@ describe("scripts/status.mjs against the Worker: --json and --watch", () => {
     // A proxied path answers JSON too, but not ours.
     const proxied = await runScript([`${worker.url}/elsewhere`, "--json"], env);
     assert.equal(proxied.code, 1);
-    assert.match(proxied.stderr, /^status\.mjs: .*answered JSON that is not a status document: is STATUS_TOKEN set on the Worker\?\n$/);
+    assert.match(proxied.stderr, /^status\.mjs: .*answered 200 from an origin behind the Worker \(X-Served-By\): not the Worker's status endpoint.*\n$/);
     const denied = await runScript([statusUrl(), "--json", "--token", "wrong"]);
     assert.equal(denied.code, 1);
     assert.match(denied.stderr, /refused the token \(401\)/);
@@ -545,7 +556,7 @@ test("scripts/status.mjs keeps control characters off the terminal, whoever answ
   const impostor = await startOrigin("impostor");
   impostor.mode = {
     status: 200,
-    headers: { "content-type": "text/plain; charset=utf-8" },
+    headers: { "content-type": "text/plain; charset=utf-8", "x-tunnel-failover": "status" },
     body: `${TITLE}\n\u001b[2J\u001b]0;pwned\u0007 \u009b31m down\r\nnext line\n`,
   };
   try {
