@@ -51,7 +51,20 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
             .collect::<js_sys::Array>()
             .into()
     };
-    let fields: [(&str, JsValue); 8] = [
+    // The Worker's own tokens, for the fast path's twin of
+    // `secret::carries_any` (src/js/credentials.mjs): a request carrying one
+    // takes the full path, which keeps it from the origin.
+    let tokens = if config.reserved_path().is_some() {
+        [&config.status_token, &config.admin_token]
+            .into_iter()
+            .flatten()
+            .map(|t| JsValue::from_str(t))
+            .collect::<js_sys::Array>()
+            .into()
+    } else {
+        JsValue::UNDEFINED
+    };
+    let fields: [(&str, JsValue); 9] = [
         ("names", strings(&|o| o.name.clone())),
         ("bases", strings(&|o| o.base.clone())),
         (
@@ -59,6 +72,7 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
             JsValue::from_f64(config.attempt_timeout_ms as f64),
         ),
         ("statusPath", status_path),
+        ("tokens", tokens),
         ("silenceMs", JsValue::from_f64(config.silence_ms as f64)),
         (
             "replayMax",

@@ -62,9 +62,11 @@
 //!   steering.json, route.json) and both languages' tests check them.
 //!   Today's twins: `rules.mjs` (classify), `lease.mjs` `upstreamUrl`
 //!   (target), `steer.mjs` (steering, affinity, cookies), `route.mjs`
-//!   (route). `silence.mjs` is the one rule with no Rust side (every
-//!   attempt is JS, so both paths ask it), held to its own table on a
-//!   simulated clock (tests/silence.test.mjs).
+//!   (route), `credentials.mjs` (`secret::carries_any`). `silence.mjs` is
+//!   a rule with no Rust side (every attempt is JS, so both paths ask it),
+//!   held to its own table on a simulated clock (tests/silence.test.mjs);
+//!   `attempt.mjs` `dropHopByHop` runs on both paths too, its rule
+//!   specified in Rust (`hop_by_hop`) and held to the fixture.
 //! - **Plumbing on JS objects is JS**: `fetch`, re-wrapping a `Response`,
 //!   copying `Headers`, timers, the lease's storage. Each such function is
 //!   declared once, in [`js_bridge`], and shared by both paths, so the

@@ -11,6 +11,7 @@ import { attemptEnded, attemptStarted } from "../src/js/silence.mjs";
 import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
 import { bufferedLength } from "../src/js/body.mjs";
 import { forward_headers } from "../src/js/attempt.mjs";
+import { carriesToken, tokenBytes } from "../src/js/credentials.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
 const ORIGIN = FAST_PATH.origin;
@@ -182,8 +183,6 @@ test("hop-by-hop: an attempt's headers drop what the fixture says, and nothing e
     for (const name of named) client.set(name, "v");
     if (row.connection === null) client.delete("connection");
     else client.set("connection", row.connection);
-    if (row.upgrade === null) client.delete("upgrade");
-    else client.set("upgrade", row.upgrade);
     const sent = forward_headers(client, "https://site.example/x");
     const present = [...client.keys()];
     const gone = present.filter((name) => !sent.has(name));
@@ -200,4 +199,13 @@ test("forward_headers drops Authorization only when told to (the full path's dec
   assert.equal(dropped.get("authorization"), null);
   assert.equal(dropped.get("cookie"), "a=1");
   assert.equal(dropped.get("cf-access-client-id"), "id");
+});
+
+test("the Worker's own tokens in Authorization: the fast path decides as Rust does (secret::carries_any)", () => {
+  const { tokens, cases } = FAST_PATH.workers_tokens;
+  const bytes = tokenBytes(tokens);
+  for (const row of cases) assert.equal(carriesToken(row.header, bytes), row.carries, JSON.stringify(row));
+  // No token configured, or an empty one: nothing carries it.
+  assert.equal(carriesToken("Bearer ", tokenBytes([""])), false);
+  assert.equal(carriesToken("Bearer x", []), false);
 });

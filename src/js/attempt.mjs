@@ -248,41 +248,47 @@ export function forward_headers(client, requestUrl, accessId, accessSecret, drop
   return headers;
 }
 
-// Hop-by-hop whatever Connection says, besides Connection itself
-// (failover_core::edge::hop_by_hop::ALWAYS).
-const HOP_BY_HOP = ["keep-alive", "proxy-connection", "te", "trailer"];
-// Names a client's Connection may not remove (hop_by_hop::KEPT).
-const KEPT = new Set(["host", "content-length", "transfer-encoding", "x-forwarded-host", "x-forwarded-proto", "cf-access-client-id", "cf-access-client-secret"]);
+// Names a client's Connection may not remove (hop_by_hop::KEPT), the ones
+// the runtime's fetch never sends anyway (hop_by_hop::BY_THE_RUNTIME) and
+// the option that names no header (hop_by_hop::OPTIONS).
+const SKIPPED = new Set([
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "x-forwarded-host",
+  "x-forwarded-proto",
+  "cf-access-client-id",
+  "cf-access-client-secret",
+  "connection",
+  "keep-alive",
+  "te",
+  "trailer",
+  "upgrade",
+  "close",
+]);
 
 // Removes what belongs to the client's connection to the Worker, not to
 // the request (RFC 9110 section 7.6.1), as failover_core::edge::hop_by_hop
 // specifies and tests/fixtures/fast-path.json `hop_by_hop` holds both
-// languages to: Connection and every header it names, Keep-Alive,
-// Proxy-Connection, TE, Trailer, and Upgrade unless it asks for a
-// WebSocket (which the runtime opens from `Upgrade: websocket`; its
-// Connection stays too). workerd's own fetch drops some of these (not
-// Proxy-Connection, nor what Connection names): the rule does not rely on
-// it. Two gets and four deletes when the client sent neither header.
+// languages to: Proxy-Connection, and the headers Connection names.
+// Connection itself, Keep-Alive, TE, Trailer and Upgrade (but a
+// WebSocket's) the runtime's fetch never sends (hop_by_hop::BY_THE_RUNTIME;
+// tests/hop-by-hop.test.mjs holds it to that at a real origin): removing
+// them here too cost four more calls into the runtime per request
+// (bench/README.md, "Issue #28"). `Connection: keep-alive` or `close`,
+// what HTTP/1.1 clients send, names nothing to remove.
 export function dropHopByHop(headers) {
   const connection = headers.get("connection");
-  const upgrade = headers.get("upgrade");
-  const websocket = upgrade !== null && isWebSocket(upgrade);
   if (connection !== null) {
-    if (!websocket) headers.delete("connection");
-    for (const part of connection.split(",")) {
-      const name = part.trim().toLowerCase();
-      if (name === "" || KEPT.has(name) || (websocket && name === "upgrade")) continue;
-      headers.delete(name);
-    }
+    const value = connection.toLowerCase();
+    if (value !== "keep-alive" && value !== "close") dropNamed(headers, value);
   }
-  for (let i = 0; i < HOP_BY_HOP.length; i++) headers.delete(HOP_BY_HOP[i]);
-  if (upgrade !== null && !websocket) headers.delete("upgrade");
+  headers.delete("proxy-connection");
 }
 
-// Whether an Upgrade value asks for a WebSocket: its first protocol,
-// version aside, case-insensitive (hop_by_hop::is_websocket).
-function isWebSocket(upgrade) {
-  const first = upgrade.split(",")[0].trim();
-  const slash = first.indexOf("/");
-  return (slash < 0 ? first : first.slice(0, slash)).toLowerCase() === "websocket";
+function dropNamed(headers, connection) {
+  for (const part of connection.split(",")) {
+    const name = part.trim();
+    if (name !== "" && !SKIPPED.has(name)) headers.delete(name);
+  }
 }

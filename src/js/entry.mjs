@@ -13,6 +13,7 @@ import { attemptThen, forward_headers, hasLocation, relocate, tagged } from "./a
 import { answered, configure, grant, instance, lease, RETRY_WORK, takeWork, upstreamPath, workDone } from "./lease.mjs";
 import { route, setsCookieFor } from "./route.mjs";
 import { bufferedLength } from "./body.mjs";
+import { carriesToken } from "./credentials.mjs";
 import { isAnswer } from "./rules.mjs";
 import { isSilent } from "./silence.mjs";
 import { hashKeyIn, HASH } from "./steer.mjs";
@@ -125,9 +126,13 @@ function fastFetch(request, env, ctx) {
   // TRACE is never forwarded (the full path answers 405, src/proxy.rs).
   if (method === "TRACE") return call(wasm.fetch, request, env, ctx);
   const headers = request.headers;
-  // While a token is set (statusPath), Authorization may carry it: the
-  // full path compares it and keeps it from the origin (src/proxy.rs).
-  if (instance.statusPath !== undefined && headers.get("authorization") !== null) return call(wasm.fetch, request, env, ctx);
+  // The Worker's own token in Authorization (credentials.mjs, Rust's
+  // twin): the full path keeps it from the origin (src/proxy.rs). An app's
+  // own credentials stay here.
+  if (instance.tokens !== undefined) {
+    const authorization = headers.get("authorization");
+    if (authorization !== null && carriesToken(authorization, instance.tokens)) return call(wasm.fetch, request, env, ctx);
+  }
   const bytes = request.body === null ? 0 : bufferedLength(method, headers.get("content-length"), instance.replayMax);
   const target =
     bytes === undefined

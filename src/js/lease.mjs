@@ -12,6 +12,7 @@
 // (tests/lease.test.mjs here, fast_path_fixture.rs in the core).
 
 import { isWaiting } from "./silence.mjs";
+import { tokenBytes } from "./credentials.mjs";
 
 // The instance's part, as `fast_config` returns it (src/fast.rs).
 export const instance = {
@@ -23,6 +24,7 @@ export const instance = {
   replayMax: 0, // REPLAY_BODY_MAX_BYTES: the largest body the fast path buffers
   suspectMs: 0, // an attempt waiting this long makes a colo read worth it
   statusPath: undefined, // set when the status endpoint or the admin API is on
+  tokens: undefined, // then: the Worker's own tokens, as credentials.mjs takes them
   // With a steering policy, affinity or an Access token: what route.mjs
   // needs to route each request (src/fast.rs `steering`, plus `names`,
   // `bases` and, from each lease, `healthy`); undefined under plain
@@ -64,6 +66,7 @@ export function configure(config, id) {
   instance.replayMax = config.replayMax;
   instance.suspectMs = config.suspectMs;
   instance.statusPath = config.statusPath;
+  instance.tokens = config.tokens === undefined ? undefined : tokenBytes(config.tokens);
   instance.steer = config.steer;
   if (instance.steer !== undefined) {
     instance.steer.names = config.names;

@@ -14,6 +14,7 @@ use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::target::{
     authority, is_status_path, is_status_request, reserved_subpath, upstream_url,
 };
+use failover_core::secret::carries_any;
 use serde_json::Value;
 
 /// What the fast path does with a request it leaves to Rust.
@@ -229,7 +230,29 @@ fn hop_by_hop() {
             .iter()
             .map(|v| v.as_str().unwrap_or_else(|| panic!("a name in {row}")))
             .collect();
-        let drop = to_drop(maybe_text(row, "connection"), maybe_text(row, "upgrade"));
+        let drop = to_drop(maybe_text(row, "connection"));
         assert_eq!(drop, expected, "{row}");
+    }
+}
+
+#[test]
+fn workers_tokens() {
+    let doc = fixture();
+    let tokens: Vec<&str> = doc["workers_tokens"]["tokens"]
+        .as_array()
+        .unwrap_or_else(|| panic!("workers_tokens.tokens must be an array"))
+        .iter()
+        .map(|t| t.as_str().unwrap_or_else(|| panic!("a token: {t}")))
+        .collect();
+    let tokens: Vec<Option<&str>> = tokens.into_iter().map(Some).collect();
+    for row in cases(&doc, "workers_tokens") {
+        let carries = row["carries"]
+            .as_bool()
+            .unwrap_or_else(|| panic!("carries must be a bool in {row}"));
+        assert_eq!(
+            carries_any(Some(text(row, "header")), &tokens),
+            carries,
+            "{row}"
+        );
     }
 }
