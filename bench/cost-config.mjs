@@ -39,9 +39,9 @@ export const ROWS = [
     },
   ]),
   // Every request carries an app's own Authorization (an API client, a
-  // WebDAV mount): while STATUS_TOKEN is set such a request takes the full
-  // path, which compares it with the Worker's tokens and forwards it
-  // (src/proxy.rs). The failover row's requests carry none.
+  // WebDAV mount): while STATUS_TOKEN is set the fast path compares it
+  // with the Worker's own tokens (src/js/credentials.mjs) and forwards it.
+  // The failover row's requests carry none.
   {
     id: "failover-authorization",
     label: "failover, each GET with an app's Authorization",

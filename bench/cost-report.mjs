@@ -175,15 +175,16 @@ if (plan?.skipped.length) {
 }
 if (!byId["floor-work"]) out.push("No floor 2 row in this run (BENCH_COST_ROWS left it out): no /floor2 ratios.");
 // What a request with an app's own Authorization costs: while a token is
-// set, it takes the full path, which keeps the Worker's tokens from the
-// origin (src/proxy.rs); the failover row's requests carry none.
+// set, the fast path compares it with the Worker's tokens
+// (src/js/credentials.mjs) before it goes on; the failover row's requests
+// carry none.
 const authorized = byId["failover-authorization"];
 if (authorized && byId.failover) {
   const each = REGIMES.map((g) => {
     const x = ratio(authorized, "failover", g.id);
     return x == null ? null : `${g.title} ${fmtX(x)}`;
   }).filter(Boolean);
-  out.push(`Requests with an app's Authorization (the full path while STATUS_TOKEN is set): ${each.join(", ")} the failover row's.`);
+  out.push(`Requests with an app's Authorization (compared with the Worker's own tokens first): ${each.join(", ")} the failover row's.`);
 }
 const get = byId.failover?.regimes.get;
 out.push(
