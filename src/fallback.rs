@@ -18,7 +18,7 @@ use crate::{clock, log};
 pub async fn answer(isolate: &Isolate, method: &str) -> Option<web_sys::Response> {
     let config = &isolate.config;
     let retry_after = retry_after_s(config.health_interval_ms) as f64;
-    match config.fallback.as_ref()? {
+    match config.site().fallback.as_ref()? {
         Fallback::Html(page) => {
             let body = (method != "HEAD").then_some(page.as_str());
             Some(fallback_response_js(None, body, retry_after))

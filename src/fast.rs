@@ -146,8 +146,8 @@ fn object(fields: &[(&str, JsValue)]) -> js_sys::Object {
 /// under a steering policy, affinity or an Access token. Under plain
 /// failover every request goes to the lease's `origin`.
 fn needs_steering(config: &WorkerConfig) -> bool {
-    !(config.steering == Policy::Failover
-        && config.affinity.mode == AffinityMode::Off
+    !(config.site().steering == Policy::Failover
+        && config.site().affinity.mode == AffinityMode::Off
         && config.origins.iter().all(|o| o.access.is_none()))
 }
 
@@ -175,7 +175,7 @@ fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
             None => JsValue::NULL,
         })
         .collect();
-    let affinity_on = config.affinity.mode == AffinityMode::Cookie;
+    let affinity_on = config.site().affinity.mode == AffinityMode::Cookie;
     let tokens = if affinity_on {
         tokens
             .iter()
@@ -190,7 +190,11 @@ fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
         (0..config.origins.len())
             .map(|i| {
                 let value = affinity::cookie_value(&config.origins, i);
-                JsValue::from_str(&affinity::set_cookie(&value, config.affinity.ttl_s, false))
+                JsValue::from_str(&affinity::set_cookie(
+                    &value,
+                    config.site().affinity.ttl_s,
+                    false,
+                ))
             })
             .collect::<js_sys::Array>()
             .into()
@@ -199,21 +203,28 @@ fn steering(config: &WorkerConfig, tokens: &[String]) -> JsValue {
     };
     // `names` and `bases` are the instance's own (lease.mjs `configure`).
     let fields: [(&str, JsValue); 9] = [
-        ("policy", JsValue::from_str(config.steering.as_str())),
+        ("policy", JsValue::from_str(config.site().steering.as_str())),
         ("weights", weights.into()),
         ("access", access.into()),
-        ("hashHeader", JsValue::from_str(config.hash_key.header())),
+        (
+            "hashHeader",
+            JsValue::from_str(config.site().hash_key.header()),
+        ),
         (
             "hashCookie",
             config
+                .site()
                 .hash_key
                 .cookie_name()
                 .map_or(JsValue::UNDEFINED, JsValue::from_str),
         ),
-        ("affinity", JsValue::from_str(config.affinity.mode.as_str())),
+        (
+            "affinity",
+            JsValue::from_str(config.site().affinity.mode.as_str()),
+        ),
         (
             "affinityFailover",
-            JsValue::from_str(config.affinity.failover.as_str()),
+            JsValue::from_str(config.site().affinity.failover.as_str()),
         ),
         ("tokens", tokens),
         ("cookies", cookies),

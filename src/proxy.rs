@@ -146,9 +146,9 @@ pub async fn proxy(
                 // Evidence too: an older shared "down" must not override it.
                 isolate.answered(current, now);
                 let res = respond::served_by(res, origin, current != route.intended, &url);
-                if route.sets_cookie_for(config, current) {
+                if route.sets_cookie_for(config.site(), current) {
                     let value = affinity::cookie_value(&config.origins, current);
-                    let cookie = affinity::set_cookie(&value, config.affinity.ttl_s, https);
+                    let cookie = affinity::set_cookie(&value, config.site().affinity.ttl_s, https);
                     let _ = res.headers().append("set-cookie", &cookie);
                 }
                 return res;
@@ -189,7 +189,7 @@ pub async fn proxy(
         ));
         // No origin answered this GET or HEAD: the fallback page, if one
         // is configured and can be had, instead of today's error.
-        if config.fallback.is_some()
+        if config.site().fallback.is_some()
             && failover_core::edge::fallback::serves(&method, &next, isolate.any_serving())
         {
             forward::discard(failed_response.take());
@@ -251,8 +251,8 @@ pub fn plan(
 ) -> (Route, Attempts) {
     let config = &isolate.config;
     let health = isolate.health();
-    let key_header = header(headers, config.hash_key.header());
-    let cookies = match config.affinity.mode {
+    let key_header = header(headers, config.site().hash_key.header());
+    let cookies = match config.site().affinity.mode {
         AffinityMode::Cookie => header(headers, "cookie"),
         AffinityMode::Off => None,
     };
@@ -268,13 +268,13 @@ pub fn plan(
     // Origins back up lately get part of their requests (slow start), unless
     // an override says otherwise (`route_ramped`).
     let now = clock::now_ms();
-    let slow_start = config.slow_start;
+    let slow_start = config.site().slow_start;
     let route = route_ramped(
-        config,
+        config.site(),
         is_up,
         &standings,
         |i| slow_start.share(health.up_since_ms(i), now),
-        config.hash_key.key_in(key_header.as_deref()),
+        config.site().hash_key.key_in(key_header.as_deref()),
         cookies.as_deref(),
         random,
     );

@@ -35,7 +35,7 @@ pub async fn warm_full_path(env: Env) {
         return;
     };
     let _ = headers.set("cookie", "a=b");
-    let _ = headers.set(config.hash_key.header(), "warm");
+    let _ = headers.set(config.site().hash_key.header(), "warm");
     let (_, mut attempts) =
         crate::proxy::plan(&isolate, &headers, "POST", BodyPlan::Buffered, 0.5, None);
     let mut current = attempts.first().unwrap_or(0);

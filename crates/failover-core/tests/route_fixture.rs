@@ -79,9 +79,11 @@ fn rows() -> Vec<Value> {
                     for cookie in &cookies {
                         for random in ["0", "0.3", "0.45", "0.9999"] {
                             let r: f64 = random.parse().unwrap_or(0.0);
-                            let routed = route(&c, |i| healthy[i], &[], key, cookie.as_deref(), r);
-                            let cookie_for: Vec<usize> =
-                                (0..4).filter(|&s| routed.sets_cookie_for(&c, s)).collect();
+                            let routed =
+                                route(c.site(), |i| healthy[i], &[], key, cookie.as_deref(), r);
+                            let cookie_for: Vec<usize> = (0..4)
+                                .filter(|&s| routed.sets_cookie_for(c.site(), s))
+                                .collect();
                             let Route {
                                 order,
                                 intended,
@@ -162,10 +164,17 @@ fn override_rows() -> Vec<Value> {
                         for cookie in &cookies {
                             for random in ["0.3", "0.9999"] {
                                 let r: f64 = random.parse().unwrap_or(0.0);
-                                let routed =
-                                    route(&c, |i| health[i], &standing, key, cookie.as_deref(), r);
-                                let cookie_for: Vec<usize> =
-                                    (0..4).filter(|&s| routed.sets_cookie_for(&c, s)).collect();
+                                let routed = route(
+                                    c.site(),
+                                    |i| health[i],
+                                    &standing,
+                                    key,
+                                    cookie.as_deref(),
+                                    r,
+                                );
+                                let cookie_for: Vec<usize> = (0..4)
+                                    .filter(|&s| routed.sets_cookie_for(c.site(), s))
+                                    .collect();
                                 let (set_cookie, unless) = set_cookie(routed.set_cookie);
                                 rows.push(json!({
                                     "steering": steering, "affinity": affinity, "failover": failover,

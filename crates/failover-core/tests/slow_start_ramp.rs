@@ -88,14 +88,14 @@ fn measured_with(
     key: impl Fn(usize) -> Option<String>,
     cookie: Option<&str>,
 ) -> f64 {
-    let share = |i: usize| c.slow_start.share(health.up_since_ms(i), now);
+    let share = |i: usize| c.site().slow_start.share(health.up_since_ms(i), now);
     let mut rng = SplitMix64(0x5eed);
     let (mut would, mut got) = (0usize, 0usize);
     for n in 0..N {
         let random = rng.next_f64();
         let key = key(n);
         let plain = route(
-            c,
+            c.site(),
             |i| health.is_up(i),
             standing,
             key.as_deref(),
@@ -103,7 +103,7 @@ fn measured_with(
             random,
         );
         let ramped = route_ramped(
-            c,
+            c.site(),
             |i| health.is_up(i),
             standing,
             share,
@@ -216,8 +216,17 @@ fn hash_keys_moved_back_stay_moved_as_the_share_grows() {
     ]);
     let (health, t0) = recovered_primary(&c);
     let first = |key: &str, now: u64| {
-        let share = |i: usize| c.slow_start.share(health.up_since_ms(i), now);
-        route_ramped(&c, |i| health.is_up(i), &[], share, Some(key), None, 0.5).order[0]
+        let share = |i: usize| c.site().slow_start.share(health.up_since_ms(i), now);
+        route_ramped(
+            c.site(),
+            |i| health.is_up(i),
+            &[],
+            share,
+            Some(key),
+            None,
+            0.5,
+        )
+        .order[0]
     };
     for k in 0..2_000 {
         let key = format!("user-{k}");
@@ -267,12 +276,17 @@ fn a_failure_during_the_ramp_marks_it_down_and_the_next_ramp_starts_over() {
     let flip = health.record_failure(0, Failure::Status(530), t0 + 20_000);
     assert!(flip.is_some(), "down at once, ramp or not");
     assert!(!health.is_up(0));
-    let r = route_ramped(&c, |i| health.is_up(i), &[], |_| 0.0, None, None, 0.0);
+    let r = route_ramped(c.site(), |i| health.is_up(i), &[], |_| 0.0, None, None, 0.0);
     assert_eq!(r.order, vec![1, 0]);
     health.record_probe(0, None, t0 + 35_000);
     health.record_probe(0, None, t0 + 50_000);
     assert_eq!(health.up_since_ms(0), Some(t0 + 50_000));
-    assert_eq!(c.slow_start.share(health.up_since_ms(0), t0 + 50_000), 0.10);
+    assert_eq!(
+        c.site()
+            .slow_start
+            .share(health.up_since_ms(0), t0 + 50_000),
+        0.10
+    );
 }
 
 #[test]
@@ -280,11 +294,11 @@ fn no_other_origin_up_no_ramp() {
     let c = config(&[("SLOW_START_S", "60")]);
     let (mut health, t0) = recovered_primary(&c);
     health.record_failure(1, Failure::Refused, t0 + 1_000);
-    let share = |i: usize| c.slow_start.share(health.up_since_ms(i), t0 + 1_000);
+    let share = |i: usize| c.site().slow_start.share(health.up_since_ms(i), t0 + 1_000);
     let mut rng = SplitMix64(1);
     for _ in 0..1_000 {
         let r = route_ramped(
-            &c,
+            c.site(),
             |i| health.is_up(i),
             &[],
             share,

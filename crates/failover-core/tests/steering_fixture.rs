@@ -213,10 +213,14 @@ fn hash_keys() {
             _ => None,
         })
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(c.hash_key.header(), text(row, "header"), "{row}");
-        assert_eq!(c.hash_key.cookie_name(), maybe_text(row, "cookie"), "{row}");
+        assert_eq!(c.site().hash_key.header(), text(row, "header"), "{row}");
         assert_eq!(
-            c.hash_key.key_in(maybe_text(row, "value")),
+            c.site().hash_key.cookie_name(),
+            maybe_text(row, "cookie"),
+            "{row}"
+        );
+        assert_eq!(
+            c.site().hash_key.key_in(maybe_text(row, "value")),
             maybe_text(row, "key"),
             "{row}"
         );
@@ -688,10 +692,10 @@ fn hash_key_rows() -> Vec<Value> {
             .unwrap_or_else(|e| panic!("{e}"));
             json!({
                 "setting": setting,
-                "header": c.hash_key.header(),
-                "cookie": c.hash_key.cookie_name(),
+                "header": c.site().hash_key.header(),
+                "cookie": c.site().hash_key.cookie_name(),
                 "value": value,
-                "key": c.hash_key.key_in(*value),
+                "key": c.site().hash_key.key_in(*value),
             })
         })
         .collect()

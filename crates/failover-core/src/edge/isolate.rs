@@ -158,7 +158,7 @@ impl Isolate {
             budget: ReplayBudget::new(config.replay_buffer_budget_bytes),
             tokens: affinity::tokens(&config.origins),
             colo_keys: config.origins.iter().map(colo_key).collect(),
-            pins: config.affinity.mode == AffinityMode::Cookie,
+            pins: config.site().affinity.mode == AffinityMode::Cookie,
             overrides: Overrides::none(config.origins.len()),
             overrides_as_of_ms: 0,
             standings: vec![Standing::Auto; config.origins.len()],
@@ -167,8 +167,8 @@ impl Isolate {
             recent: History::new(RECENT_CHANGES),
             changes_seen: 0,
             reported_ms: vec![None; config.origins.len()],
-            slow_start: config.slow_start,
-            policy: config.steering,
+            slow_start: config.site().slow_start,
+            policy: config.site().steering,
             weights: config.origins.iter().map(|o| o.weight).collect(),
         }
     }

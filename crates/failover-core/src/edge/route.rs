@@ -10,7 +10,7 @@
 
 use crate::edge::affinity::AffinityMode;
 use crate::edge::affinity::{self, SetCookie};
-use crate::edge::config::WorkerConfig;
+use crate::edge::config::Site;
 use crate::edge::overrides::Standing;
 use crate::edge::slow_start::{draw, held_back};
 use crate::edge::steering::{attempt_order, Policy};
@@ -38,9 +38,9 @@ impl Route {
     /// cookie to it. Never to a weight-0 origin while a weighted one is up:
     /// a backup that served one request during a failed attempt must not
     /// keep the client for `AFFINITY_TTL_S`.
-    pub fn sets_cookie_for(&self, config: &WorkerConfig, served: usize) -> bool {
+    pub fn sets_cookie_for(&self, site: &Site, served: usize) -> bool {
         self.set_cookie.emit_for(served)
-            && config
+            && site
                 .origins
                 .get(served)
                 .is_some_and(|o| affinity::may_pin(o.weight, self.weighted_up))
@@ -62,14 +62,14 @@ impl Route {
 /// full path then puts them before the down ones
 /// ([`crate::edge::overrides::last_resort`]).
 pub fn route(
-    config: &WorkerConfig,
+    site: &Site,
     is_up: impl Fn(usize) -> bool,
     standing: &[Standing],
     key: Option<&str>,
     cookie_header: Option<&str>,
     random: f64,
 ) -> Route {
-    route_ramped(config, is_up, standing, |_| 1.0, key, cookie_header, random)
+    route_ramped(site, is_up, standing, |_| 1.0, key, cookie_header, random)
 }
 
 /// [`route`] with slow start: `share(i)` is origin i's ramp share now
@@ -86,7 +86,7 @@ pub fn route(
 /// lets requests back to it; nor is a request held back *to* one (the
 /// ramping origin then takes it, as when no other origin is up).
 pub fn route_ramped(
-    config: &WorkerConfig,
+    site: &Site,
     is_up: impl Fn(usize) -> bool,
     standing: &[Standing],
     share: impl Fn(usize) -> f64,
@@ -95,20 +95,18 @@ pub fn route_ramped(
     random: f64,
 ) -> Route {
     let standing_of = |i: usize| standing.get(i).copied().unwrap_or(Standing::Auto);
-    let cookie_pin = match config.affinity.mode {
-        AffinityMode::Cookie => affinity::pinned_origin(&config.origins, cookie_header),
+    let cookie_pin = match site.affinity.mode {
+        AffinityMode::Cookie => affinity::pinned_origin(&site.origins, cookie_header),
         AffinityMode::Off => None,
     };
     let routable = |i: usize| standing_of(i).routable(is_up(i), cookie_pin == Some(i));
-    let mut policy_order =
-        attempt_order(config.steering, &config.candidates(routable), key, random);
-    let policy = config.steering;
+    let mut policy_order = attempt_order(site.steering, &site.candidates(routable), key, random);
+    let policy = site.steering;
     let held = held_back(
         &policy_order,
         |i| {
             routable(i)
-                && (policy == Policy::Failover
-                    || config.origins.get(i).is_some_and(|o| o.weight > 0))
+                && (policy == Policy::Failover || site.origins.get(i).is_some_and(|o| o.weight > 0))
         },
         |i| {
             if standing_of(i).ramps() {
@@ -118,7 +116,7 @@ pub fn route_ramped(
             }
         },
         |i| {
-            let name = config.origins.get(i).map_or("", |o| o.name.as_str());
+            let name = site.origins.get(i).map_or("", |o| o.name.as_str());
             draw(policy, key, random, i, name)
         },
     );
@@ -127,21 +125,20 @@ pub fn route_ramped(
     if let Some(at) = policy_order.iter().position(|o| !held.contains(o)) {
         policy_order[..=at].rotate_right(1);
     }
-    let weighted_up = config
+    let weighted_up = site
         .origins
         .iter()
         .enumerate()
         .any(|(i, o)| o.weight > 0 && routable(i));
     let pinned = cookie_pin.filter(|&p| {
-        config
-            .origins
+        site.origins
             .get(p)
             .is_some_and(|o| affinity::may_pin(o.weight, weighted_up))
     });
     let meant = pinned.or_else(|| {
         attempt_order(
-            config.steering,
-            &config.candidates(|i| standing_of(i).intendable()),
+            site.steering,
+            &site.candidates(|i| standing_of(i).intendable()),
             key,
             random,
         )
@@ -149,7 +146,7 @@ pub fn route_ramped(
         .find(|o| !held.contains(o))
     });
     let plan = affinity::with_affinity(
-        &config.affinity,
+        &site.affinity,
         pinned,
         pinned.is_some_and(routable),
         policy_order,
@@ -176,8 +173,8 @@ pub fn route_ramped(
 mod tests {
     use super::*;
 
-    fn config(vars: &[(&str, &str)]) -> WorkerConfig {
-        WorkerConfig::from_vars(|k| {
+    fn config(vars: &[(&str, &str)]) -> crate::edge::config::WorkerConfig {
+        crate::edge::config::WorkerConfig::from_vars(|k| {
             if k == "ORIGINS" {
                 return Some(
                     r#"[{"name":"a","url":"https://a.example","weight":1},
@@ -196,7 +193,7 @@ mod tests {
     #[test]
     fn failover_is_todays_order_and_intends_the_primary() {
         let c = config(&[]);
-        let r = route(&c, |i| i != 0, &[], None, None, 0.5);
+        let r = route(c.site(), |i| i != 0, &[], None, None, 0.5);
         assert_eq!(r.order, vec![1, 2, 0]);
         assert_eq!(r.intended, 0);
         assert_eq!(r.set_cookie, SetCookie::Never);
@@ -207,9 +204,9 @@ mod tests {
         let c = config(&[("STEERING", "weighted")]);
         for step in 0..100 {
             let random = f64::from(step) / 100.0;
-            let all_up = route(&c, |_| true, &[], None, None, random);
+            let all_up = route(c.site(), |_| true, &[], None, None, random);
             assert_eq!(all_up.order[0], all_up.intended, "random {random}");
-            let one_down = route(&c, |i| i != 1, &[], None, None, random);
+            let one_down = route(c.site(), |i| i != 1, &[], None, None, random);
             if one_down.intended != 1 {
                 assert_eq!(one_down.order[0], one_down.intended, "random {random}");
             }
@@ -247,7 +244,7 @@ mod tests {
         ) {
             let c = config(&[("STEERING", policy)]);
             let ramped = route_ramped(
-                &c, |i| up[i], &standing, |i| shares[i], key.as_deref(), None, random,
+                c.site(), |i| up[i], &standing, |i| shares[i], key.as_deref(), None, random,
             );
             let mut sorted = ramped.order.clone();
             sorted.sort_unstable();
@@ -258,13 +255,13 @@ mod tests {
             if routable(ramped.intended) {
                 proptest::prop_assert_eq!(ramped.order[0], ramped.intended);
             }
-            let plain = route(&c, |i| up[i], &standing, key.as_deref(), None, random);
+            let plain = route(c.site(), |i| up[i], &standing, key.as_deref(), None, random);
             let unramped = route_ramped(
-                &c, |i| up[i], &standing, |_| 1.0, key.as_deref(), None, random,
+                c.site(), |i| up[i], &standing, |_| 1.0, key.as_deref(), None, random,
             );
             proptest::prop_assert_eq!(&plain, &unramped);
             let auto_only = route_ramped(
-                &c,
+                c.site(),
                 |i| up[i],
                 &standing,
                 |i| if standing[i] == Standing::Auto { shares[i] } else { 1.0 },
@@ -309,7 +306,7 @@ mod tests {
         ];
         for (standing, ramping, cookie, first, intended) in table {
             let share = |i: usize| if ramping.contains(&i) { 0.0 } else { 1.0 };
-            let r = route_ramped(&c, |_| true, standing, share, None, *cookie, 0.5);
+            let r = route_ramped(c.site(), |_| true, standing, share, None, *cookie, 0.5);
             assert_eq!(
                 (r.order[0], r.intended),
                 (*first, *intended),
@@ -325,12 +322,12 @@ mod tests {
             "x=1; __tf_affinity={}",
             affinity::cookie_value(&c.origins, 2)
         );
-        let up = route(&c, |_| true, &[], None, Some(&cookie), 0.1);
+        let up = route(c.site(), |_| true, &[], None, Some(&cookie), 0.1);
         assert_eq!((up.order[0], up.intended, up.pinned), (2, 2, Some(2)));
         assert_eq!(up.set_cookie, SetCookie::Never);
-        let down = route(&c, |i| i != 2, &[], None, Some(&cookie), 0.1);
+        let down = route(c.site(), |i| i != 2, &[], None, Some(&cookie), 0.1);
         assert_eq!((down.order[0], down.intended), (0, 2));
-        let forged = route(&c, |_| true, &[], None, Some("__tf_affinity=c"), 0.1);
+        let forged = route(c.site(), |_| true, &[], None, Some("__tf_affinity=c"), 0.1);
         assert_eq!(
             (forged.pinned, forged.set_cookie),
             (None, SetCookie::Always)
@@ -356,7 +353,7 @@ mod tests {
             (&[Held, Held, Auto], None, 2, 2),
         ];
         for (standing, cookie, first, intended) in table {
-            let r = route(&c, up, standing, None, cookie.map(|s| s as &str), 0.5);
+            let r = route(c.site(), up, standing, None, cookie.map(|s| s as &str), 0.5);
             assert_eq!(
                 (r.order[0], r.intended),
                 (*first, *intended),
@@ -364,12 +361,26 @@ mod tests {
             );
         }
         // Forced up beats a down verdict; it is not preferred over a healthy primary.
-        let r = route(&c, |i| i == 0, &[Auto, ForcedUp, Auto], None, None, 0.5);
+        let r = route(
+            c.site(),
+            |i| i == 0,
+            &[Auto, ForcedUp, Auto],
+            None,
+            None,
+            0.5,
+        );
         assert_eq!(r.order[..2], [0, 1]);
-        let r = route(&c, |i| i != 0, &[ForcedUp, Auto, Auto], None, None, 0.5);
+        let r = route(
+            c.site(),
+            |i| i != 0,
+            &[ForcedUp, Auto, Auto],
+            None,
+            None,
+            0.5,
+        );
         assert_eq!((r.order[0], r.intended), (0, 0));
         // Everything held: the policy's order, meant for the primary.
-        let r = route(&c, up, &[Held, Held, Held], None, None, 0.5);
+        let r = route(c.site(), up, &[Held, Held, Held], None, None, 0.5);
         assert_eq!((r.order.clone(), r.intended), (vec![0, 1, 2], 0));
     }
 }

@@ -6,13 +6,13 @@
 //! Layout: [`error`] (what an error shows, and to whom), [`vars`] (the
 //! plain settings), [`urls`] (an origin's URL), [`access`] (Access service
 //! tokens), [`origins`] (`ORIGINS`, using the two before), [`notify`]
-//! (`NOTIFY`: webhooks whose URLs are secrets), [`fallback`] (`FALLBACK`);
+//! (`NOTIFY`: webhooks whose URLs are secrets), [`fallback`] (`FALLBACK`),
+//! [`site`] (a site: its origins and the policy that routes among them);
 //! this module puts them together into [`WorkerConfig`].
 
 use crate::edge::affinity::{Affinity, AffinityFailover, AffinityMode};
-use crate::edge::slow_start::SlowStart;
 use crate::edge::status_path::check as check_status_path;
-use crate::edge::steering::{Candidate, HashKey, Policy};
+use crate::edge::steering::Policy;
 use crate::notify::Webhook;
 
 pub mod access;
@@ -20,6 +20,7 @@ pub mod error;
 pub mod fallback;
 pub mod notify;
 pub mod origins;
+pub mod site;
 pub mod urls;
 pub mod vars;
 
@@ -32,6 +33,7 @@ use notify::parse_notify;
 pub use notify::{CHECKER_BINDING, DEFAULT_NOTIFY_MIN_INTERVAL_S};
 use origins::parse_origins;
 pub use origins::{Origin, DEFAULT_HEALTH_PATH, DEFAULT_WEIGHT, MAX_WEIGHT};
+pub use site::Site;
 use vars::{choice, count, hash_key, number, seconds, silence_ms, slow_start, switch};
 pub use vars::{
     DEFAULT_AFFINITY_TTL_S, DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_HEALTH_FALL,
@@ -75,21 +77,14 @@ pub struct WorkerConfig {
     /// An origin with an attempt outstanding this long and no response
     /// headers to anyone since is skipped by new requests; 0 = off.
     pub silence_ms: u64,
-    /// `STEERING`.
-    pub steering: Policy,
-    /// `HASH_KEY`: what `hash` steering reads from a request.
-    pub hash_key: HashKey,
-    /// `AFFINITY`, `AFFINITY_TTL_S` and `AFFINITY_FAILOVER`.
-    pub affinity: Affinity,
+    /// The sites, each with its origins and its routing policy; never
+    /// empty. `ORIGINS` is one site.
+    pub sites: Vec<Site>,
     /// `NOTIFY`: where the global checker sends its events; empty = none.
     pub notify: Vec<Webhook>,
     /// `NOTIFY_MIN_INTERVAL_S`: at most one message per origin this often
     /// (the flap guard); 0 = every change.
     pub notify_min_interval_s: u64,
-    /// `FALLBACK`: the page a GET or HEAD gets once every origin failed.
-    pub fallback: Option<Fallback>,
-    /// `SLOW_START_S` and `SLOW_START_MIN_PCT`.
-    pub slow_start: SlowStart,
 }
 
 impl WorkerConfig {
@@ -129,8 +124,25 @@ impl WorkerConfig {
         ] {
             check_token(setting, token.as_deref())?;
         }
+        let origins = parse_origins(&origins_text, &get)?;
+        let site = Site {
+            name: DEFAULT_SITE.to_string(),
+            origins: origins.clone(),
+            first: 0,
+            steering: choice(
+                &get,
+                "STEERING",
+                Policy::Failover,
+                Policy::parse,
+                "\"failover\", \"weighted\" or \"hash\"",
+            )?,
+            hash_key: hash_key(&get)?,
+            affinity: affinity(&get)?,
+            slow_start: slow_start(&get)?,
+            fallback: parse_fallback(get("FALLBACK"), &get)?,
+        };
         Ok(WorkerConfig {
-            origins: parse_origins(&origins_text, &get)?,
+            origins,
             attempt_timeout_ms: number(
                 &get,
                 "ATTEMPT_TIMEOUT_MS",
@@ -168,39 +180,7 @@ impl WorkerConfig {
                 128 * 1024 * 1024,
             )?,
             silence_ms: silence_ms(&get)?,
-            steering: choice(
-                &get,
-                "STEERING",
-                Policy::Failover,
-                Policy::parse,
-                "\"failover\", \"weighted\" or \"hash\"",
-            )?,
-            hash_key: hash_key(&get)?,
-            affinity: Affinity {
-                mode: choice(
-                    &get,
-                    "AFFINITY",
-                    AffinityMode::Off,
-                    |t| match t {
-                        "off" => Some(AffinityMode::Off),
-                        "cookie" => Some(AffinityMode::Cookie),
-                        _ => None,
-                    },
-                    "\"off\" or \"cookie\"",
-                )?,
-                ttl_s: seconds(&get, "AFFINITY_TTL_S", DEFAULT_AFFINITY_TTL_S)?,
-                failover: choice(
-                    &get,
-                    "AFFINITY_FAILOVER",
-                    AffinityFailover::Temporary,
-                    |t| match t {
-                        "temporary" => Some(AffinityFailover::Temporary),
-                        "sticky" => Some(AffinityFailover::Sticky),
-                        _ => None,
-                    },
-                    "\"temporary\" or \"sticky\"",
-                )?,
-            },
+            sites: vec![site],
             notify: parse_notify(&get)?,
             notify_min_interval_s: number(
                 &get,
@@ -209,9 +189,12 @@ impl WorkerConfig {
                 0,
                 86_400,
             )?,
-            fallback: parse_fallback(get("FALLBACK"), &get)?,
-            slow_start: slow_start(&get)?,
         })
+    }
+
+    /// The first site: `ORIGINS`' only one. (Sites are never empty.)
+    pub fn site(&self) -> &Site {
+        &self.sites[0]
     }
 
     /// The path under which the Worker answers itself (the status endpoint
@@ -221,21 +204,39 @@ impl WorkerConfig {
         (self.status_token.is_some() || self.admin_token.is_some())
             .then_some(self.status_path.as_str())
     }
-
-    /// The origins as [`crate::edge::steering::attempt_order`] takes them, with
-    /// the health map's verdicts (`HealthMap::is_up`).
-    pub fn candidates(&self, is_up: impl Fn(usize) -> bool) -> Vec<Candidate<'_>> {
-        self.origins
-            .iter()
-            .enumerate()
-            .map(|(i, o)| Candidate {
-                name: &o.name,
-                weight: o.weight,
-                healthy: is_up(i),
-            })
-            .collect()
-    }
 }
+
+/// `AFFINITY`, `AFFINITY_TTL_S` and `AFFINITY_FAILOVER`.
+fn affinity(get: &dyn Fn(&str) -> Option<String>) -> Result<Affinity, ConfigError> {
+    Ok(Affinity {
+        mode: choice(
+            &get,
+            "AFFINITY",
+            AffinityMode::Off,
+            |t| match t {
+                "off" => Some(AffinityMode::Off),
+                "cookie" => Some(AffinityMode::Cookie),
+                _ => None,
+            },
+            "\"off\" or \"cookie\"",
+        )?,
+        ttl_s: seconds(&get, "AFFINITY_TTL_S", DEFAULT_AFFINITY_TTL_S)?,
+        failover: choice(
+            &get,
+            "AFFINITY_FAILOVER",
+            AffinityFailover::Temporary,
+            |t| match t {
+                "temporary" => Some(AffinityFailover::Temporary),
+                "sticky" => Some(AffinityFailover::Sticky),
+                _ => None,
+            },
+            "\"temporary\" or \"sticky\"",
+        )?,
+    })
+}
+
+/// The name of `ORIGINS`' one site.
+pub const DEFAULT_SITE: &str = "default";
 
 /// The shortest `STATUS_TOKEN` or `ADMIN_TOKEN` taken, in characters: the
 /// agent's rule for the same secret (its `MIN_TOKEN_CHARS`). A short one
@@ -263,6 +264,8 @@ fn check_token(setting: &'static str, token: Option<&str>) -> Result<(), ConfigE
 mod tests {
     use super::*;
     use crate::edge::expect::HealthExpect;
+    use crate::edge::slow_start::SlowStart;
+    use crate::edge::steering::HashKey;
     use std::collections::HashMap;
 
     const TWO: &str = r#"[{"name":"primary","url":"https://a.example.com","health_path":"/health"},
@@ -307,15 +310,15 @@ mod tests {
         assert_eq!(c.origins[0].weight, 1);
         assert_eq!(c.origins[0].health_expect, HealthExpect::NotFailure);
         assert_eq!(c.origins[0].access, None);
-        assert_eq!(c.steering, Policy::Failover);
-        assert_eq!(c.hash_key, HashKey::ClientIp);
+        assert_eq!(c.site().steering, Policy::Failover);
+        assert_eq!(c.site().hash_key, HashKey::ClientIp);
         assert!(c.notify.is_empty());
         assert_eq!(c.notify_min_interval_s, 300);
-        assert_eq!(c.fallback, None);
-        assert_eq!(c.slow_start, SlowStart::default());
-        assert!(!c.slow_start.is_on());
+        assert_eq!(c.site().fallback, None);
+        assert_eq!(c.site().slow_start, SlowStart::default());
+        assert!(!c.site().slow_start.is_on());
         assert_eq!(
-            c.affinity,
+            c.site().affinity,
             Affinity {
                 mode: AffinityMode::Off,
                 ttl_s: 82_800,
@@ -338,17 +341,17 @@ mod tests {
         .expect("valid");
         assert_eq!((c.origins[0].weight, c.origins[1].weight), (1, 0));
         assert_eq!(c.origins[1].health_expect.describe(), "2xx,304");
-        assert_eq!(c.steering, Policy::Hash);
-        assert_eq!(c.hash_key, HashKey::Header("x-user-id".to_string()));
+        assert_eq!(c.site().steering, Policy::Hash);
+        assert_eq!(c.site().hash_key, HashKey::Header("x-user-id".to_string()));
         assert_eq!(
-            c.affinity,
+            c.site().affinity,
             Affinity {
                 mode: AffinityMode::Cookie,
                 ttl_s: 3600,
                 failover: AffinityFailover::Sticky
             }
         );
-        let candidates = c.candidates(|i| i == 1);
+        let candidates = c.site().candidates(|i| i == 1);
         assert_eq!(
             (
                 candidates[1].name,
@@ -365,7 +368,7 @@ mod tests {
             ("Header: x-a ", HashKey::Header("x-a".to_string())),
         ] {
             let c = parse(&[("ORIGINS", TWO), ("HASH_KEY", text)]).expect(text);
-            assert_eq!(c.hash_key, key, "{text}");
+            assert_eq!(c.site().hash_key, key, "{text}");
         }
         for (weight, expected) in [("0", 0), ("1000", 1000), ("2.0", 2), ("7", 7)] {
             let origins = second_with(&format!(r#""weight":{weight}"#));
@@ -466,14 +469,14 @@ mod tests {
         ])
         .expect("valid");
         assert_eq!(
-            c.slow_start,
+            c.site().slow_start,
             SlowStart {
                 window: std::time::Duration::from_secs(60),
                 min_pct: 25
             }
         );
         let off = parse(&[("ORIGINS", TWO), ("SLOW_START_S", "0")]).expect("valid");
-        assert!(!off.slow_start.is_on());
+        assert!(!off.site().slow_start.is_on());
     }
 
     #[test]

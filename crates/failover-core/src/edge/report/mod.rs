@@ -86,7 +86,7 @@ pub fn instance_ready(config: &WorkerConfig) -> String {
     json!({
         "event": "instance_ready",
         "origins": config.origins.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
-        "steering": config.steering.as_str(),
+        "steering": config.site().steering.as_str(),
     })
     .to_string()
 }
@@ -322,7 +322,7 @@ pub fn status_document(
                 "global": h.global_view().map(view),
                 // The share of its requests it gets while slow start ramps
                 // it up (whole percent, rounded down); null when not ramping.
-                "slow_start_pct": ramp_pct(config.slow_start.share(h.up_since_ms(), now_ms)),
+                "slow_start_pct": ramp_pct(config.site().slow_start.share(h.up_since_ms(), now_ms)),
             })
         })
         .collect();
@@ -333,13 +333,13 @@ pub fn status_document(
         "attempt_timeout_ms": config.attempt_timeout_ms,
         "health_interval_ms": config.health_interval_ms,
         "health_rise": config.health_rise,
-        "steering": config.steering.as_str(),
-        "hash_key": config.hash_key.describe(),
+        "steering": config.site().steering.as_str(),
+        "hash_key": config.site().hash_key.describe(),
         "colo_health": config.colo_health,
         "affinity": json!({
-            "mode": config.affinity.mode.as_str(),
-            "ttl_s": config.affinity.ttl_s,
-            "failover": config.affinity.failover.as_str(),
+            "mode": config.site().affinity.mode.as_str(),
+            "ttl_s": config.site().affinity.ttl_s,
+            "failover": config.site().affinity.failover.as_str(),
         }),
         // Which receivers, by the var holding their URL: never the URL.
         "notify": config.notify.iter().map(|w| json!({
@@ -349,10 +349,10 @@ pub fn status_document(
         })).collect::<Vec<_>>(),
         "notify_min_interval_s": config.notify_min_interval_s,
         // Which kind of fallback page is configured; never its URL or text.
-        "fallback": config.fallback.as_ref().map(|f| f.kind()),
+        "fallback": config.site().fallback.as_ref().map(|f| f.kind()),
         "slow_start": json!({
-            "window_s": config.slow_start.window.as_secs(),
-            "min_pct": config.slow_start.min_pct,
+            "window_s": config.site().slow_start.window.as_secs(),
+            "min_pct": config.site().slow_start.min_pct,
         }),
         "origins": origins,
     })
