@@ -4,7 +4,7 @@
 //! one attempt timeout, the body streamed through). None when the fallback
 //! itself failed: the caller answers as it would without one.
 
-use failover_core::edge::config::Fallback;
+use failover_core::edge::config::{Fallback, Site};
 use failover_core::edge::fallback::{after_fetch, retry_after_s, Step};
 use failover_core::edge::report;
 
@@ -13,12 +13,12 @@ use crate::isolate::Isolate;
 use crate::js_bridge::{fallback_fetch_js, fallback_response_js};
 use crate::{clock, log};
 
-/// The fallback page for a GET or HEAD (`method`), or None when none is
-/// configured or it could not be had.
-pub async fn answer(isolate: &Isolate, method: &str) -> Option<web_sys::Response> {
+/// `site`'s fallback page for a GET or HEAD (`method`), or None when none
+/// is configured or it could not be had.
+pub async fn answer(isolate: &Isolate, site: &Site, method: &str) -> Option<web_sys::Response> {
     let config = &isolate.config;
     let retry_after = retry_after_s(config.health_interval_ms) as f64;
-    match config.site().fallback.as_ref()? {
+    match site.fallback.as_ref()? {
         Fallback::Html(page) => {
             let body = (method != "HEAD").then_some(page.as_str());
             Some(fallback_response_js(None, body, retry_after))

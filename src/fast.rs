@@ -32,13 +32,18 @@ use crate::runtime::{Context, Env, RawContext};
 /// What the fast path needs that never changes while this Wasm instance
 /// lives: asked for once per instance (src/js/lease.mjs `configure`), so no
 /// lease re-sends it. An object with the fields of `instance` in lease.mjs,
-/// or None when the config is broken.
+/// or None when the config is broken or has several sites.
 #[wasm_bindgen]
 pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
         return None;
     };
     let config = &isolate.config;
+    // Several sites (`SITES`): each request's site comes from its host,
+    // which only the full path looks up so far; every request takes it.
+    if config.sites.len() > 1 {
+        return None;
+    }
     // The status endpoint and the admin API under it: the full path's.
     let status_path = config
         .reserved_path()

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use failover_core::edge::budget::ReplayBudget;
-use failover_core::edge::config::WorkerConfig;
+use failover_core::edge::config::{Site, WorkerConfig};
 use failover_core::edge::guesses::GuessBrake;
 use failover_core::edge::health::{HealthMap, Transition};
 use failover_core::edge::isolate::{Lease, LeaseAfter};
@@ -143,9 +143,10 @@ impl Isolate {
         self.state.borrow().first_up().is_some()
     }
 
-    /// Whether some origin is up or forced up (`edge::Isolate::any_serving`).
-    pub fn any_serving(&self) -> bool {
-        self.state.borrow().any_serving()
+    /// Whether some origin of `site` is up or forced up
+    /// (`edge::Isolate::any_serving_in`).
+    pub fn any_serving(&self, site: &Site) -> bool {
+        self.state.borrow().any_serving_in(site.global())
     }
 
     /// When periodic work is next due (ms since the epoch).

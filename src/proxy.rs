@@ -10,6 +10,7 @@ use failover_core::edge::affinity;
 use failover_core::edge::affinity::AffinityMode;
 use failover_core::edge::attempts::{AfterFailure, Attempts};
 use failover_core::edge::classify::Failure;
+use failover_core::edge::config::Site;
 use failover_core::edge::overrides::{last_resort, Standing};
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::report;
@@ -71,6 +72,11 @@ pub async fn proxy(
         // Boxed: the admin API's state stays out of every request's future.
         return Box::pin(admin::answer(&req, subpath, isolate, env, ctx)).await;
     }
+    // The site this host belongs to; a host no site claims is never
+    // proxied anywhere.
+    let Some(site) = config.site_for_url(&url).and_then(|s| config.sites.get(s)) else {
+        return respond::unclaimed_host();
+    };
     let method = req.method();
     let body = match body::RequestBody::prepare(&req, &method, isolate, buffered).await {
         Ok(body) => body,
@@ -108,7 +114,15 @@ pub async fn proxy(
     // walk goes on from where it left off.
     let random = random.unwrap_or_else(js_sys::Math::random);
     let first_tried = first.as_ref().map(|(tried, _)| *tried);
-    let (route, mut attempts) = plan(isolate, &headers, &method, body.plan(), random, first_tried);
+    let (route, mut attempts) = plan(
+        isolate,
+        site,
+        &headers,
+        &method,
+        body.plan(),
+        random,
+        first_tried,
+    );
     let https = url.starts_with("https:");
     let Some(mut current) = attempts.first() else {
         return respond::plain(502, "no origin is configured");
@@ -146,9 +160,9 @@ pub async fn proxy(
                 // Evidence too: an older shared "down" must not override it.
                 isolate.answered(current, now);
                 let res = respond::served_by(res, origin, current != route.intended, &url);
-                if route.sets_cookie_for(config.site(), current) {
-                    let value = affinity::cookie_value(&config.origins, current);
-                    let cookie = affinity::set_cookie(&value, config.site().affinity.ttl_s, https);
+                if route.sets_cookie_for(site, current) {
+                    let value = affinity::cookie_value(&site.origins, current - site.first);
+                    let cookie = affinity::set_cookie(&value, site.affinity.ttl_s, https);
                     let _ = res.headers().append("set-cookie", &cookie);
                 }
                 return res;
@@ -173,11 +187,21 @@ pub async fn proxy(
             // origin at a time).
             probe::confirm(ctx, env, isolate, current, failure, &url);
         } else if origin_at_fault {
-            let change =
-                isolate.change_health(|h| h.record_failure(current, failure, clock::now_ms()));
-            if let Some(change) = change {
-                isolate.flipped(&change);
-                colo::publish(ctx, isolate, current);
+            // A Tunnel without a connector (530) is its node's: every origin
+            // on that node goes down with it, in every site, so no other
+            // site's request pays a failed attempt to learn it again.
+            let mates = if failure.against_the_node() {
+                config.node_mates(current)
+            } else {
+                Vec::new()
+            };
+            for origin in std::iter::once(current).chain(mates) {
+                let change =
+                    isolate.change_health(|h| h.record_failure(origin, failure, clock::now_ms()));
+                if let Some(change) = change {
+                    isolate.flipped(&change);
+                    colo::publish(ctx, isolate, origin);
+                }
             }
             // Evidence on live traffic: the global checker probes at once
             // (at most every few seconds per origin from this isolate).
@@ -189,11 +213,11 @@ pub async fn proxy(
         ));
         // No origin answered this GET or HEAD: the fallback page, if one
         // is configured and can be had, instead of today's error.
-        if config.site().fallback.is_some()
-            && failover_core::edge::fallback::serves(&method, &next, isolate.any_serving())
+        if site.fallback.is_some()
+            && failover_core::edge::fallback::serves(&method, &next, isolate.any_serving(site))
         {
             forward::discard(failed_response.take());
-            if let Some(res) = fallback::answer(isolate, &method).await {
+            if let Some(res) = fallback::answer(isolate, site, &method).await {
                 forward::discard(app_answer.map(|(_, res)| res));
                 return res;
             }
@@ -243,6 +267,7 @@ pub async fn proxy(
 /// runs once per instance, so the first failover is not its first run.
 pub fn plan(
     isolate: &Isolate,
+    site: &Site,
     headers: &web_sys::Headers,
     method: &str,
     body: BodyPlan,
@@ -251,8 +276,8 @@ pub fn plan(
 ) -> (Route, Attempts) {
     let config = &isolate.config;
     let health = isolate.health();
-    let key_header = header(headers, config.site().hash_key.header());
-    let cookies = match config.site().affinity.mode {
+    let key_header = header(headers, site.hash_key.header());
+    let cookies = match site.affinity.mode {
         AffinityMode::Cookie => header(headers, "cookie"),
         AffinityMode::Off => None,
     };
@@ -266,18 +291,21 @@ pub fn plan(
     let standings = isolate.standings();
     let is_up = |i: usize| health.is_up(i) && !silent.get(i).copied().unwrap_or(false);
     // Origins back up lately get part of their requests (slow start), unless
-    // an override says otherwise (`route_ramped`).
+    // an override says otherwise (`route_ramped`). The route is the site's,
+    // in its own indices, then global like everything else.
     let now = clock::now_ms();
-    let slow_start = config.site().slow_start;
+    let first = site.first;
+    let site_standings = standings.get(site.global()).unwrap_or(&[]);
     let route = route_ramped(
-        config.site(),
-        is_up,
-        &standings,
-        |i| slow_start.share(health.up_since_ms(i), now),
-        config.site().hash_key.key_in(key_header.as_deref()),
+        site,
+        |i| is_up(first + i),
+        site_standings,
+        |i| site.slow_start.share(health.up_since_ms(first + i), now),
+        site.hash_key.key_in(key_header.as_deref()),
         cookies.as_deref(),
         random,
-    );
+    )
+    .in_global(site);
     // Held origins (disabled, drained) that are up go before the down ones:
     // with every other origin down, one serves at once.
     let pinned = route.pinned;

@@ -36,6 +36,16 @@ pub fn served_by(
         .unwrap_or_else(|_| plain(502, "the origin's response could not be forwarded"))
 }
 
+/// The answer to a request for a host no site claims (`SITES`' `hosts`):
+/// 421 Misdirected Request, the status RFC 9110 gives a server that is
+/// not configured for the request's host; never proxied to any origin.
+pub fn unclaimed_host() -> web_sys::Response {
+    plain(
+        421,
+        "no site behind this Worker answers for this host (SITES: hosts)",
+    )
+}
+
 /// A plain-text answer of our own: one line, no caching.
 pub fn plain(status: u16, message: &str) -> web_sys::Response {
     let init = web_sys::ResponseInit::new();

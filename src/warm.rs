@@ -36,8 +36,15 @@ pub async fn warm_full_path(env: Env) {
     };
     let _ = headers.set("cookie", "a=b");
     let _ = headers.set(config.site().hash_key.header(), "warm");
-    let (_, mut attempts) =
-        crate::proxy::plan(&isolate, &headers, "POST", BodyPlan::Buffered, 0.5, None);
+    let (_, mut attempts) = crate::proxy::plan(
+        &isolate,
+        config.site(),
+        &headers,
+        "POST",
+        BodyPlan::Buffered,
+        0.5,
+        None,
+    );
     let mut current = attempts.first().unwrap_or(0);
     for failure in [
         classify_response(503, None).unwrap_or(Failure::Status(503)),

@@ -90,6 +90,7 @@ fn rows() -> Vec<Value> {
                                 set_cookie: sc,
                                 pinned,
                                 weighted_up: _,
+                                first: _,
                             } = routed;
                             let (set_cookie, unless) = set_cookie(sc);
                             rows.push(json!({

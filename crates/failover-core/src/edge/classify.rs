@@ -28,6 +28,14 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// True when the failure is evidence against the origin's whole node,
+    /// not its app: a 530 is Cloudflare saying the Tunnel has no connector
+    /// (error 1033), and a node's connector serves every origin on it, in
+    /// every site. Its own 5xx, a timeout or a refusal stays the origin's.
+    pub fn against_the_node(self) -> bool {
+        self == Failure::Status(530)
+    }
+
     /// True when the failure proves the origin never received the request, so
     /// that even a POST may go to the next origin. 521 (origin refused the
     /// edge's connection), 523 (origin unreachable) and 530 (a Tunnel with no
@@ -213,6 +221,23 @@ pub fn classify_fetch_error(message: &str) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_tunnel_without_connector_is_evidence_against_the_node() {
+        assert!(Failure::Status(530).against_the_node());
+        for f in [
+            Failure::Status(500),
+            Failure::Status(502),
+            Failure::Status(521),
+            Failure::Status(523),
+            Failure::Refused,
+            Failure::Network,
+            Failure::Timeout,
+            Failure::AccessLogin,
+        ] {
+            assert!(!f.against_the_node(), "{f:?}");
+        }
+    }
 
     #[test]
     fn what_one_request_cannot_decide_alone() {

@@ -522,7 +522,15 @@ impl Isolate {
     /// an origin the health map calls up, or one an operator forced up,
     /// whose word stands against the checks.
     pub fn any_serving(&self) -> bool {
-        self.first_up().is_some() || self.standings.contains(&Standing::ForcedUp)
+        self.any_serving_in(0..self.health.len())
+    }
+
+    /// [`Isolate::any_serving`] among the origins `origins` (one site's,
+    /// by global index).
+    pub fn any_serving_in(&self, origins: std::ops::Range<usize>) -> bool {
+        origins
+            .into_iter()
+            .any(|i| self.health.is_up(i) || self.standings.get(i) == Some(&Standing::ForcedUp))
     }
 
     /// The first origin the health map calls down.

@@ -31,6 +31,9 @@ pub struct Route {
     /// Whether some origin of weight > 0 is up: then a weight-0 origin is
     /// neither honoured as a pin nor pinned to (`sets_cookie_for`).
     pub weighted_up: bool,
+    /// What the indices above are offset by: 0 in the site's own indices,
+    /// `Site::first` after [`Route::in_global`].
+    pub first: usize,
 }
 
 impl Route {
@@ -38,12 +41,33 @@ impl Route {
     /// cookie to it. Never to a weight-0 origin while a weighted one is up:
     /// a backup that served one request during a failed attempt must not
     /// keep the client for `AFFINITY_TTL_S`.
+    /// `served` is an index of the same kind as the route's (the site's,
+    /// or global after [`Route::in_global`]).
     pub fn sets_cookie_for(&self, site: &Site, served: usize) -> bool {
         self.set_cookie.emit_for(served)
-            && site
-                .origins
-                .get(served)
+            && served
+                .checked_sub(self.first)
+                .and_then(|i| site.origins.get(i))
                 .is_some_and(|o| affinity::may_pin(o.weight, self.weighted_up))
+    }
+
+    /// The same route in the config's global indices: `site`'s own index
+    /// plus where its origins begin (`Site::first`), so that health,
+    /// overrides and attempts, which are global, read it as it is.
+    pub fn in_global(self, site: &Site) -> Route {
+        let first = site.first;
+        let set_cookie = match self.set_cookie {
+            SetCookie::UnlessServedBy(p) => SetCookie::UnlessServedBy(p + first),
+            other => other,
+        };
+        Route {
+            order: self.order.into_iter().map(|i| i + first).collect(),
+            intended: self.intended + first,
+            set_cookie,
+            pinned: self.pinned.map(|p| p + first),
+            weighted_up: self.weighted_up,
+            first,
+        }
     }
 }
 
@@ -166,6 +190,7 @@ pub fn route_ramped(
         set_cookie: plan.set_cookie,
         pinned,
         weighted_up,
+        first: 0,
     }
 }
 

@@ -34,12 +34,12 @@ impl fmt::Debug for AccessToken {
 /// secret itself is read from the var the second one names, and never
 /// appears in an error.
 pub(super) fn parse_access(
-    index: usize,
+    at: &str,
     fields: &serde_json::Map<String, Value>,
     get: &impl Fn(&str) -> Option<String>,
 ) -> Result<Option<AccessToken>, ConfigError> {
-    let id_setting = || format!("ORIGINS[{index}].access_client_id");
-    let var_setting = || format!("ORIGINS[{index}].access_client_secret_var");
+    let id_setting = || format!("{at}.access_client_id");
+    let var_setting = || format!("{at}.access_client_secret_var");
     let text = |key: &str, setting: String| -> Result<Option<String>, ConfigError> {
         match fields.get(key) {
             None => Ok(None),

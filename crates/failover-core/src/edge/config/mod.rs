@@ -18,9 +18,11 @@ use crate::notify::Webhook;
 pub mod access;
 pub mod error;
 pub mod fallback;
+pub mod hosts;
 pub mod notify;
 pub mod origins;
 pub mod site;
+pub mod sites;
 pub mod urls;
 pub mod vars;
 
@@ -29,11 +31,13 @@ use error::error;
 pub use error::ConfigError;
 use fallback::parse_fallback;
 pub use fallback::Fallback;
+pub use hosts::{HostPattern, HostTable};
 use notify::parse_notify;
 pub use notify::{CHECKER_BINDING, DEFAULT_NOTIFY_MIN_INTERVAL_S};
 use origins::parse_origins;
 pub use origins::{Origin, DEFAULT_HEALTH_PATH, DEFAULT_WEIGHT, MAX_WEIGHT};
 pub use site::Site;
+use sites::parse_sites;
 use vars::{choice, count, hash_key, number, seconds, silence_ms, slow_start, switch};
 pub use vars::{
     DEFAULT_AFFINITY_TTL_S, DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_HEALTH_FALL,
@@ -80,6 +84,8 @@ pub struct WorkerConfig {
     /// The sites, each with its origins and its routing policy; never
     /// empty. `ORIGINS` is one site.
     pub sites: Vec<Site>,
+    /// Which site a request's host belongs to.
+    pub hosts: HostTable,
     /// `NOTIFY`: where the global checker sends its events; empty = none.
     pub notify: Vec<Webhook>,
     /// `NOTIFY_MIN_INTERVAL_S`: at most one message per origin this often
@@ -101,12 +107,37 @@ impl WorkerConfig {
     /// places (an isolate and the global checker), and two copies of the
     /// whole parser cost 5 KB of the Worker's gzipped Wasm.
     fn from_var_source(get: &dyn Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
-        let origins_text = get("ORIGINS").ok_or_else(|| {
-            error(
-                "ORIGINS",
-                "missing; set it to a JSON array like [{\"name\":\"primary\",\"url\":\"https://a.example.com\"}]",
-            )
-        })?;
+        let (origins, sites, hosts) = match (get("ORIGINS"), get("SITES")) {
+            (Some(_), Some(_)) => {
+                return Err(error(
+                    "ORIGINS",
+                    "and SITES are both set; use ORIGINS for one site, or SITES (each site with \
+                     its own origins) for several, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(error(
+                    "ORIGINS",
+                    "missing; set it to a JSON array like [{\"name\":\"primary\",\"url\":\"https://a.example.com\"}] \
+                     (or SITES, for several sites)",
+                ))
+            }
+            (Some(text), None) => {
+                let origins = parse_origins(&text, &get)?;
+                let site = site_policy(&get)?.into_site(
+                    DEFAULT_SITE.to_string(),
+                    vec![HostPattern::Any],
+                    origins.clone(),
+                    0,
+                );
+                (origins, vec![site], HostTable::every_host(0))
+            }
+            (None, Some(text)) => {
+                let (sites, hosts) = parse_sites(&text, get, &site_policy)?;
+                let origins = sites.iter().flat_map(|s| s.origins.iter().cloned()).collect();
+                (origins, sites, hosts)
+            }
+        };
         let status_path = get("STATUS_PATH").unwrap_or_else(|| DEFAULT_STATUS_PATH.to_string());
         if let Err(why) = check_status_path(&status_path) {
             return Err(error("STATUS_PATH", why).with_value(&status_path));
@@ -124,23 +155,6 @@ impl WorkerConfig {
         ] {
             check_token(setting, token.as_deref())?;
         }
-        let origins = parse_origins(&origins_text, &get)?;
-        let site = Site {
-            name: DEFAULT_SITE.to_string(),
-            origins: origins.clone(),
-            first: 0,
-            steering: choice(
-                &get,
-                "STEERING",
-                Policy::Failover,
-                Policy::parse,
-                "\"failover\", \"weighted\" or \"hash\"",
-            )?,
-            hash_key: hash_key(&get)?,
-            affinity: affinity(&get)?,
-            slow_start: slow_start(&get)?,
-            fallback: parse_fallback(get("FALLBACK"), &get)?,
-        };
         Ok(WorkerConfig {
             origins,
             attempt_timeout_ms: number(
@@ -180,7 +194,8 @@ impl WorkerConfig {
                 128 * 1024 * 1024,
             )?,
             silence_ms: silence_ms(&get)?,
-            sites: vec![site],
+            sites,
+            hosts,
             notify: parse_notify(&get)?,
             notify_min_interval_s: number(
                 &get,
@@ -197,6 +212,31 @@ impl WorkerConfig {
         &self.sites[0]
     }
 
+    /// The other origins on `origin`'s node, in every site (global
+    /// indices); none when it names no node.
+    pub fn node_mates(&self, origin: usize) -> Vec<usize> {
+        let Some(node) = self.origins.get(origin).and_then(|o| o.node.as_deref()) else {
+            return Vec::new();
+        };
+        self.origins
+            .iter()
+            .enumerate()
+            .filter(|&(i, o)| i != origin && o.node.as_deref() == Some(node))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The site `origin` (a global index) belongs to.
+    pub fn site_of(&self, origin: usize) -> Option<&Site> {
+        self.sites.iter().find(|s| s.global().contains(&origin))
+    }
+
+    /// The site a request for `url` (absolute, as the runtime hands it
+    /// over) belongs to by its host; None: no site claims the host.
+    pub fn site_for_url(&self, url: &str) -> Option<usize> {
+        self.hosts.site_for(hosts::host_of_url(url))
+    }
+
     /// The path under which the Worker answers itself (the status endpoint
     /// and everything under `{STATUS_PATH}/`), when either token is set;
     /// None: those paths are proxied like any other.
@@ -204,6 +244,24 @@ impl WorkerConfig {
         (self.status_token.is_some() || self.admin_token.is_some())
             .then_some(self.status_path.as_str())
     }
+}
+
+/// A site's routing policy from a lookup of the top-level settings (for a
+/// `SITES` entry, its own keys first).
+fn site_policy(get: &dyn Fn(&str) -> Option<String>) -> Result<sites::Policy, ConfigError> {
+    Ok(sites::Policy {
+        steering: choice(
+            &get,
+            "STEERING",
+            Policy::Failover,
+            Policy::parse,
+            "\"failover\", \"weighted\" or \"hash\"",
+        )?,
+        hash_key: hash_key(&get)?,
+        affinity: affinity(get)?,
+        slow_start: slow_start(&get)?,
+        fallback: parse_fallback(get("FALLBACK"), get)?,
+    })
 }
 
 /// `AFFINITY`, `AFFINITY_TTL_S` and `AFFINITY_FAILOVER`.
@@ -628,7 +686,7 @@ mod tests {
             (&[("ORIGINS", "[]")], "ORIGINS", "is empty"),
             (
                 &[("ORIGINS", r#"["https://a.example"]"#)],
-                "ORIGINS",
+                "ORIGINS[0]",
                 "must be an object",
             ),
             (

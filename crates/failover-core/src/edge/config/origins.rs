@@ -16,7 +16,7 @@ pub const DEFAULT_WEIGHT: u32 = 1;
 pub const MAX_WEIGHT: u32 = 1000;
 
 /// The keys an `ORIGINS` entry may have.
-const ORIGIN_KEYS: [&str; 7] = [
+const ORIGIN_KEYS: [&str; 8] = [
     "name",
     "url",
     "health_path",
@@ -24,6 +24,7 @@ const ORIGIN_KEYS: [&str; 7] = [
     "health_expect",
     "access_client_id",
     "access_client_secret_var",
+    "node",
 ];
 
 /// One upstream, in priority order.
@@ -42,6 +43,10 @@ pub struct Origin {
     pub health_expect: HealthExpect,
     /// A Cloudflare Access service token sent to this origin.
     pub access: Option<AccessToken>,
+    /// `node`: the machine (its connector) that serves this origin. Every
+    /// origin on one node goes down with that node's connector, in every
+    /// site; None: a node of its own.
+    pub node: Option<String>,
 }
 
 pub(super) fn parse_origins(
@@ -59,21 +64,34 @@ pub(super) fn parse_origins(
         )
         .with_value(text)
     })?;
+    parse_origin_list(&value, "ORIGINS", get)
+}
+
+/// An array of origins at `path` (`ORIGINS`, or `SITES[1].origins`):
+/// never empty, names unique among them.
+pub(super) fn parse_origin_list(
+    value: &Value,
+    path: &str,
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Origin>, ConfigError> {
     let Value::Array(items) = value else {
         return Err(error(
-            "ORIGINS",
+            path.to_string(),
             "must be an array of {name, url, health_path} objects",
         ));
     };
     if items.is_empty() {
-        return Err(error("ORIGINS", "is empty; give at least one origin"));
+        return Err(error(
+            path.to_string(),
+            "is empty; give at least one origin",
+        ));
     }
     let mut origins: Vec<Origin> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let origin = parse_origin(i, item, get)?;
+        let origin = parse_origin(&format!("{path}[{i}]"), item, get)?;
         if origins.iter().any(|o| o.name == origin.name) {
             return Err(error(
-                format!("ORIGINS[{i}].name"),
+                format!("{path}[{i}].name"),
                 "is used twice; names must be unique",
             )
             .with_value(&origin.name));
@@ -84,19 +102,16 @@ pub(super) fn parse_origins(
 }
 
 fn parse_origin(
-    index: usize,
+    at: &str,
     item: &Value,
     get: &impl Fn(&str) -> Option<String>,
 ) -> Result<Origin, ConfigError> {
     let Value::Object(fields) = item else {
-        return Err(error(
-            "ORIGINS",
-            format!("entry {index} must be an object with name and url"),
-        ));
+        return Err(error(at.to_string(), "must be an object with name and url"));
     };
     if let Some(unknown) = fields.keys().find(|k| !ORIGIN_KEYS.contains(&k.as_str())) {
         return Err(error(
-            format!("ORIGINS[{index}]"),
+            at.to_string(),
             format!(
                 "has a key that is not one of {} (the Worker's log names it)",
                 ORIGIN_KEYS.join(", ")
@@ -108,50 +123,44 @@ fn parse_origin(
         match fields.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(error(format!("ORIGINS[{index}].{key}"), "must be a string")),
+            Some(_) => Err(error(format!("{at}.{key}"), "must be a string")),
         }
     };
-    let name =
-        text("name")?.ok_or_else(|| error(format!("ORIGINS[{index}].name"), "is missing"))?;
-    let valid_name = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if !valid_name {
+    let name = text("name")?.ok_or_else(|| error(format!("{at}.name"), "is missing"))?;
+    if !is_name(name) {
         return Err(error(
-            format!("ORIGINS[{index}].name"),
+            format!("{at}.name"),
             "must be 1-64 characters of letters, digits, '-', '_' or '.'",
         )
         .with_value(name));
     }
-    let url = text("url")?.ok_or_else(|| error(format!("ORIGINS[{index}].url"), "is missing"))?;
-    let base = parse_base_url(url)
-        .map_err(|why| error(format!("ORIGINS[{index}].url"), why).with_value(url))?;
+    let url = text("url")?.ok_or_else(|| error(format!("{at}.url"), "is missing"))?;
+    let base =
+        parse_base_url(url).map_err(|why| error(format!("{at}.url"), why).with_value(url))?;
     let health_path = text("health_path")?.unwrap_or(DEFAULT_HEALTH_PATH);
     if !health_path.starts_with('/') || health_path.starts_with("//") || health_path.contains('#') {
         return Err(error(
-            format!("ORIGINS[{index}].health_path"),
+            format!("{at}.health_path"),
             "must start with a single '/' and have no '#'",
         )
         .with_value(health_path));
     }
     let weight = match fields.get("weight") {
         None => DEFAULT_WEIGHT,
-        Some(value) => parse_weight(index, value)?,
+        Some(value) => parse_weight(at, value)?,
     };
     let health_expect = match fields.get("health_expect") {
         None => HealthExpect::default(),
         Some(Value::String(text)) => HealthExpect::parse(text).map_err(|why| {
             error(
-                format!("ORIGINS[{index}].health_expect"),
+                format!("{at}.health_expect"),
                 "is not a list of statuses; expected comma-separated codes (200), classes (2xx) or ranges (200-399) within 100-599",
             )
             .with_value(format_args!("{}: {}", text.shown(), why.0))
         })?,
         Some(other) => {
             return Err(error(
-                format!("ORIGINS[{index}].health_expect"),
+                format!("{at}.health_expect"),
                 "is not a string; expected text like \"2xx\", \"200-399\" or \"2xx,304\"",
             )
             .with_value(other))
@@ -163,12 +172,38 @@ fn parse_origin(
         health_path: health_path.to_string(),
         weight,
         health_expect,
-        access: parse_access(index, fields, get)?,
+        access: parse_access(at, fields, get)?,
+        node: parse_node(at, text("node")?)?,
     })
 }
 
-fn parse_weight(index: usize, value: &Value) -> Result<u32, ConfigError> {
-    let setting = format!("ORIGINS[{index}].weight");
+/// `node`: 1-64 characters as an origin's name takes them.
+fn parse_node(at: &str, node: Option<&str>) -> Result<Option<String>, ConfigError> {
+    let Some(node) = node else {
+        return Ok(None);
+    };
+    if !is_name(node) {
+        return Err(error(
+            format!("{at}.node"),
+            "must be 1-64 characters of letters, digits, '-', '_' or '.'",
+        )
+        .with_value(node));
+    }
+    Ok(Some(node.to_string()))
+}
+
+/// A name as origins, nodes and sites take them: 1-64 characters of
+/// letters, digits, '-', '_' or '.'.
+pub(super) fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+fn parse_weight(at: &str, value: &Value) -> Result<u32, ConfigError> {
+    let setting = format!("{at}.weight");
     let accepted = format!("expected a whole number 0 to {MAX_WEIGHT}");
     let Value::Number(n) = value else {
         return Err(error(setting, format!("is not a number; {accepted}")).with_value(value));

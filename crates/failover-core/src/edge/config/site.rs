@@ -14,6 +14,7 @@ use crate::edge::slow_start::SlowStart;
 use crate::edge::steering::{Candidate, HashKey, Policy};
 
 use super::fallback::Fallback;
+use super::hosts::HostPattern;
 use super::origins::Origin;
 
 /// One service behind the Worker.
@@ -21,6 +22,8 @@ use super::origins::Origin;
 pub struct Site {
     /// The site's name, in events and the status page.
     pub name: String,
+    /// `hosts`: the hosts it answers (`ORIGINS`: every host, `*`).
+    pub hosts: Vec<HostPattern>,
     /// Its origins in priority order; never empty.
     pub origins: Vec<Origin>,
     /// The global index of `origins[0]` in the config's list.

@@ -36,8 +36,9 @@ pub const DEFAULT_SILENCE_MS: u64 = 2_000;
 /// ask the lookup for the var an origin's `access_client_secret_var`, a
 /// `NOTIFY` entry's `url_var` / `secret_var` or `FALLBACK`'s `html_var`
 /// names.
-pub const SETTINGS: [&str; 22] = [
+pub const SETTINGS: [&str; 23] = [
     "ORIGINS",
+    "SITES",
     "ATTEMPT_TIMEOUT_MS",
     "HEALTH_INTERVAL_MS",
     "HEALTH_RISE",

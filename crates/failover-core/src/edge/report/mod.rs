@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::edge::attempts::AfterFailure;
 use crate::edge::checker::outbox::Settled;
 use crate::edge::classify::Failure;
-use crate::edge::config::WorkerConfig;
+use crate::edge::config::{HostPattern, WorkerConfig};
 use crate::edge::health::{HealthMap, Transition};
 use crate::edge::overrides::{Override, Overrides};
 use crate::edge::shared::SharedVerdict;
@@ -300,10 +300,14 @@ pub fn status_document(
         .iter()
         .zip(health.origins())
         .enumerate()
-        .map(|(priority, (origin, h))| {
+        .map(|(i, (origin, h))| {
+            let site = config.site_of(i).unwrap_or(config.site());
             json!({
                 "name": origin.name,
-                "priority": priority,
+                // Within its site: 0 is the site's primary.
+                "priority": i - site.first,
+                "site": site.name,
+                "node": origin.node,
                 "weight": origin.weight,
                 "health_expect": origin.health_expect.describe(),
                 // Whether a service token is configured; never its value.
@@ -322,7 +326,7 @@ pub fn status_document(
                 "global": h.global_view().map(view),
                 // The share of its requests it gets while slow start ramps
                 // it up (whole percent, rounded down); null when not ramping.
-                "slow_start_pct": ramp_pct(config.site().slow_start.share(h.up_since_ms(), now_ms)),
+                "slow_start_pct": ramp_pct(site.slow_start.share(h.up_since_ms(), now_ms)),
             })
         })
         .collect();
@@ -355,6 +359,18 @@ pub fn status_document(
             "min_pct": config.site().slow_start.min_pct,
         }),
         "origins": origins,
+        // Each site: its hosts and its own routing policy (the top-level
+        // keys above are the first site's, as they were before sites).
+        "sites": config.sites.iter().map(|s| json!({
+            "name": s.name,
+            "hosts": s.hosts.iter().map(HostPattern::as_text).collect::<Vec<_>>(),
+            "origins": s.origins.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+            "steering": s.steering.as_str(),
+            "hash_key": s.hash_key.describe(),
+            "affinity": s.affinity.mode.as_str(),
+            "fallback": s.fallback.as_ref().map(|f| f.kind()),
+            "slow_start_s": s.slow_start.window.as_secs(),
+        })).collect::<Vec<_>>(),
     })
 }
 
