@@ -89,6 +89,10 @@ dist:
 	@bash scripts/dist.sh
 	@bash tests/dist-check.sh
 
+## image: the agent's container image failover-agent:<version>, FROM scratch with the release's static musl binary; prints its size (scripts/image.sh; needs a Docker daemon)
+image:
+	@$(TOOLCHAIN) && bash scripts/image.sh
+
 ## worker-bundle: the built Worker as dist/tunnel-failover-worker-<version>.tar.gz, to deploy with Node alone (scripts/worker-bundle.sh)
 worker-bundle: build
 	@$(TOOLCHAIN) && bash scripts/worker-bundle.sh
