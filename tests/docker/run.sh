@@ -81,6 +81,11 @@ stop_all() {
     kill -TERM "$pid" 2>/dev/null || true
     rm -f "$pidfile"
   fi
+  # dockerd leaves its default network namespace mounted under exec-root.
+  if mountpoint -q "$RUN/exec/netns/default" 2>/dev/null; then
+    umount "$RUN/exec/netns/default" || true
+  fi
+  rm -rf "$RUN"
 }
 
 if [ "${1:-}" = restart ]; then

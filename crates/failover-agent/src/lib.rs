@@ -77,7 +77,7 @@ pub use api::bind;
 pub use client::{Client, ProbeError, Response};
 pub use completion::script as completion_script;
 pub use config::{parse_duration, Config, ConfigError, Token, DEFAULT_PATH};
-pub use connector::{ConnectorControl, ControlError, DockerHost, Pending};
+pub use connector::{ConnectorControl, ControlConfig, ControlError, DockerHost, Pending};
 pub use maintenance_flag::unreadable as maintenance_flag_unreadable;
 pub use manual::{render as render_manual, SECTIONS as MANUAL_SECTIONS};
 pub use origin_command::{origin_command, OriginMode, OriginOrder};
@@ -238,7 +238,7 @@ pub async fn serve_with(
 /// line (warnings start with `warning: `): with `control = "docker"`, the
 /// container as the Engine reports it; nothing for the others.
 pub fn check_control(config: &Config) -> Vec<String> {
-    let config::ControlConfig::Docker { container, host } = &config.control else {
+    let connector::ControlConfig::Docker { container, host } = &config.control else {
         return Vec::new();
     };
     match runtime() {

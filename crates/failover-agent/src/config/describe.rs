@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 use failover_core::node::Topology;
 
 use super::duration::format_ms;
-use super::{Config, ControlConfig};
+use super::Config;
+use crate::connector::ControlConfig;
 use crate::notify::UrlFrom;
 
 /// A value as TOML writes it.

@@ -25,7 +25,7 @@ use std::time::Duration;
 use failover_core::node::{AppTiming, Role, Timing, Topology};
 use toml::{Table, Value};
 
-use crate::connector::{self, DockerHost};
+use crate::connector::{self, ControlConfig, DockerHost};
 use crate::log::Level;
 use crate::url::Url;
 pub(crate) use duration::format_ms;
@@ -110,23 +110,6 @@ fn err(key: &str, reason: impl Into<String>) -> ConfigError {
         file: None,
         at: None,
     }
-}
-
-#[derive(Clone, Debug)]
-pub enum ControlConfig {
-    Systemd {
-        unit: String,
-    },
-    Command {
-        start: String,
-        stop: String,
-        status: String,
-    },
-    /// `connector.container` through the Engine at `connector.docker_host`.
-    Docker {
-        container: String,
-        host: DockerHost,
-    },
 }
 
 /// The `[app]` section: the local service the connector serves.

@@ -22,8 +22,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::control::{ConnectorControl, Pending};
+use super::engine::DockerHost;
 use super::engine::{Engine, Inspected, Status};
-use super::{ConnectorControl, ControlError, DockerHost, Pending};
+use super::error::ControlError;
 use crate::log;
 
 /// Between two looks at a container whose stop lost its answer.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use super::ControlError;
+use super::error::ControlError;
 use crate::client::{self, Endpoint, Response};
 use crate::url::Url;
 

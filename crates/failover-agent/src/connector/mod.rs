@@ -3,6 +3,7 @@
 //! `docker` for one in a container, `command` for tests and for hosts that
 //! run cloudflared some other way.
 //!
+//! - `control`: [`ConnectorControl`], the trait every controller is.
 //! - `error`: [`ControlError`], what every controller's failure is.
 //! - `engine`: the Docker Engine API (`connector.docker_host`): its
 //!   address, the API version spoken, the calls and their answers read.
@@ -10,33 +11,21 @@
 //!   start, stop and state, and what a recreate, a daemon restart or a
 //!   restart policy mean for them.
 
+mod control;
 mod docker;
 mod engine;
 mod error;
 
+pub use control::{ConnectorControl, ControlConfig, Pending};
 pub(crate) use docker::{check as check_docker, Docker};
 pub use engine::DockerHost;
 pub(crate) use engine::{check_container, DEFAULT_HOST as DEFAULT_DOCKER_HOST};
 pub use error::ControlError;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::Command;
-
-use crate::config::ControlConfig;
-
-pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, ControlError>> + Send + 'a>>;
-
-pub trait ConnectorControl: Send + Sync {
-    fn start(&self) -> Pending<'_, ()>;
-    fn stop(&self) -> Pending<'_, ()>;
-    /// Process state only; readiness is asked of the connector itself.
-    fn is_running(&self) -> Pending<'_, bool>;
-    fn describe(&self) -> String;
-}
 
 /// The configured controller; `timeout` bounds each start, stop and look
 /// (`connector.command_timeout`), `probe_timeout` the Engine's answer to a
