@@ -11,14 +11,14 @@ TOOLCHAIN := source scripts/toolchain.sh && ensure_tools
 # wrangler under the toolchain's Node: wrangler 4.16x refuses the system Node 20.
 WRANGLER := bash scripts/wrangler.sh
 
-.PHONY: build test test-rust test-worker test-dist test-bundle dry-run lint demo bench bench-cost gate system dist dist-check worker-bundle release clean dev deploy secret status origin help
+.PHONY: build test test-rust test-worker test-dist test-bundle test-docker image dry-run lint demo bench bench-cost gate system dist dist-check worker-bundle release clean dev deploy secret status origin help
 
 ## build: compile the Worker to build/index.js + build/index_bg.wasm (the request path) + build/operator_bg.wasm (scripts/build-worker.sh)
 build:
 	@$(TOOLCHAIN) && bash scripts/build-worker.sh
 
-## test: every test: lint, test-rust, test-worker, a deploy dry run (also from the Worker bundle), the short system run and the demo unattended
-test: build dry-run lint test-rust test-worker test-dist test-bundle
+## test: every test: lint, test-rust, test-worker, a deploy dry run (also from the Worker bundle), test-docker, the short system run and the demo unattended
+test: build dry-run lint test-rust test-worker test-dist test-bundle test-docker
 	@echo "==> make system, short (the whole deployment through the Tunnel edge simulator)"
 	@$(TOOLCHAIN) && cargo build --quiet -p failover-agent --bins && node tests/system/run.mjs --short
 	@echo "==> make demo, unattended (proves the walkthrough still works)"
@@ -38,6 +38,10 @@ test-worker: build
 test-dist:
 	@DIST_DIR=target/dist-test bash scripts/dist.sh x86_64
 	@bash tests/dist-check.sh target/dist-test/*.deb
+
+## test-docker: the agent's docker control against a real, private dockerd (docker.io installed if missing; started and stopped by tests/docker/run.sh)
+test-docker:
+	@$(TOOLCHAIN) && bash tests/docker/run.sh
 
 ## test-bundle: the Worker bundle unpacked alone, Node only on PATH (no Rust, no repository): wrangler deploy --dry-run passes (tests/worker-bundle-check.sh)
 test-bundle: build
@@ -84,6 +88,10 @@ system: build
 dist:
 	@bash scripts/dist.sh
 	@bash tests/dist-check.sh
+
+## image: the agent's container image failover-agent:<version>, FROM scratch with the release's static musl binary; prints its size (scripts/image.sh; needs a Docker daemon)
+image:
+	@$(TOOLCHAIN) && bash scripts/image.sh
 
 ## worker-bundle: the built Worker as dist/tunnel-failover-worker-<version>.tar.gz, to deploy with Node alone (scripts/worker-bundle.sh)
 worker-bundle: build

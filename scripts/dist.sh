@@ -9,6 +9,10 @@
 #
 # usage: scripts/dist.sh [x86_64] [aarch64]      (default: both)
 #        DIST_DIR=target/dist-test scripts/dist.sh x86_64   (elsewhere than dist/)
+#        DIST_BUILD_ONLY=1 DIST_BINS="failover-agent fake-connector" scripts/dist.sh x86_64
+#          (only the static binaries, in $CARGO_TARGET_DIR/<triple>/release:
+#          what `make image` and `make test-docker` put in scratch images,
+#          built with the release's flags so the compiled crates are shared)
 #
 # Static musl binaries, so one .deb per architecture installs on any Debian or
 # Ubuntu release (Depends: none). The .deb is staged by hand and packed with
@@ -175,7 +179,15 @@ for arch in "${arches[@]}"; do
   var=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$triple")_RUSTFLAGS
   export "$var=${!var:-} -C strip=symbols"
 done
-(cd "$ROOT" && nice -n 10 cargo build --release --locked -p failover-agent --bin failover-agent "${targets[@]}")
+bins=()
+for bin in ${DIST_BINS:-failover-agent}; do bins+=(--bin "$bin"); done
+(cd "$ROOT" && nice -n 10 cargo build --release --locked -p failover-agent "${bins[@]}" "${targets[@]}")
+if [ -n "${DIST_BUILD_ONLY:-}" ]; then
+  for arch in "${arches[@]}"; do
+    step "built: $TARGET_DIR/$(rust_target "$arch")/release/{${DIST_BINS:-failover-agent}}"
+  done
+  exit 0
+fi
 
 mkdir -p "$DIST"
 DIST=$(cd "$DIST" && pwd)

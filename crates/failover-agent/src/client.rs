@@ -11,7 +11,7 @@ use hyper::body::Bytes;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
@@ -309,6 +309,71 @@ where
         served_by,
         body,
     })
+}
+
+/// Where a local daemon's HTTP API listens (the Docker Engine's
+/// `connector.docker_host`): a Unix socket, or plain TCP (a socket proxy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    Unix(std::path::PathBuf),
+    /// `http://host:port/`, as [`Url`] holds it (IPv6 without brackets).
+    Tcp(Url),
+}
+
+/// One request to a local daemon's API, under one deadline: `path` is the
+/// request target (with its query), the body is empty, at most
+/// `read_at_most` bytes of the answer are read. No TLS: a Unix socket or a
+/// proxy on the host's own network.
+pub(crate) async fn local_request(
+    endpoint: &Endpoint,
+    method: &'static str,
+    path: &str,
+    read_at_most: usize,
+    timeout: Duration,
+) -> Result<Response, ProbeError> {
+    let exchange = async {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("connection", "close")
+            .header(
+                "user-agent",
+                concat!("failover-agent/", env!("CARGO_PKG_VERSION")),
+            );
+        let request = if method == "POST" {
+            request.header("content-length", 0)
+        } else {
+            request
+        };
+        match endpoint {
+            Endpoint::Unix(socket) => {
+                let stream = UnixStream::connect(socket)
+                    .await
+                    .map_err(ProbeError::Connect)?;
+                // The Engine wants a Host header; over a socket any name does.
+                let request = request
+                    .header("host", "docker")
+                    .body(Full::new(Bytes::new()))
+                    .map_err(ProbeError::Request)?;
+                exchange_on(stream, request, Body::Read(read_at_most)).await
+            }
+            Endpoint::Tcp(url) => {
+                let stream = TcpStream::connect((url.host.as_str(), url.port))
+                    .await
+                    .map_err(ProbeError::Connect)?;
+                let _ = stream.set_nodelay(true);
+                let request = request
+                    .header("host", url.host_header())
+                    .body(Full::new(Bytes::new()))
+                    .map_err(ProbeError::Request)?;
+                exchange_on(stream, request, Body::Read(read_at_most)).await
+            }
+        }
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(result) => result,
+        Err(_) => Err(ProbeError::TimedOut(timeout)),
+    }
 }
 
 /// The optional TCP check: a connect to the tunnel edge on port 7844.

@@ -22,7 +22,7 @@
 //! - `state`: what the monitor and the API share; `metrics`: `/metrics`.
 //! - `maintenance_flag`: whether the flag is set; one that cannot be looked
 //!   at counts as set.
-//! - `connector`: systemd / command control; `client` and `url`: outbound
+//! - `connector`: systemd / docker / command control; `client` and `url`: outbound
 //!   HTTP with deadlines; `readiness`: reading cloudflared's `/ready`.
 //! - `notify`: `[notify]`'s webhooks, a bounded outbox per destination
 //!   emptied in the background; `announce`: a carried-out decision made
@@ -77,7 +77,7 @@ pub use api::bind;
 pub use client::{Client, ProbeError, Response};
 pub use completion::script as completion_script;
 pub use config::{parse_duration, Config, ConfigError, Token, DEFAULT_PATH};
-pub use connector::{ConnectorControl, ControlError, Pending};
+pub use connector::{ConnectorControl, ControlConfig, ControlError, DockerHost, Pending};
 pub use maintenance_flag::unreadable as maintenance_flag_unreadable;
 pub use manual::{render as render_manual, SECTIONS as MANUAL_SECTIONS};
 pub use origin_command::{origin_command, OriginMode, OriginOrder};
@@ -129,7 +129,11 @@ pub async fn serve_on(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
-    let control = connector::from_config(&config.control, config.command_timeout);
+    let control = connector::from_config(
+        &config.control,
+        config.command_timeout,
+        config.probe_timeout,
+    );
     serve_with(config, token, control, listener, shutdown).await
 }
 
@@ -228,6 +232,23 @@ pub async fn serve_with(
         }
     }
     result
+}
+
+/// `check-config`'s look at the connector's controller, one finding a
+/// line (warnings start with `warning: `): with `control = "docker"`, the
+/// container as the Engine reports it; nothing for the others.
+pub fn check_control(config: &Config) -> Vec<String> {
+    let connector::ControlConfig::Docker { container, host } = &config.control else {
+        return Vec::new();
+    };
+    match runtime() {
+        Ok(rt) => rt.block_on(connector::check_docker(
+            container,
+            host,
+            config.probe_timeout,
+        )),
+        Err(e) => vec![format!("warning: {e}")],
+    }
 }
 
 async fn shutdown_signal() {

@@ -274,6 +274,9 @@ fn check_config(path: &Path, config: &Config, probe: bool) -> ExitCode {
     if let Some(warning) = failover_agent::maintenance_flag_unreadable(&config.maintenance_flag) {
         println!("# warning: {warning}");
     }
+    for line in failover_agent::check_control(config) {
+        println!("# {line}");
+    }
     if probe {
         probe_egress(config);
     }

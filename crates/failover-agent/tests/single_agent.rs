@@ -255,7 +255,7 @@ fn config_errors_name_the_key_and_exit_before_binding() {
         ),
         (
             "control = \"command\"",
-            "control = \"docker\"",
+            "control = \"podman\"",
             "`connector.control`",
         ),
         (

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 use failover_core::node::Topology;
 
 use super::duration::format_ms;
-use super::{Config, ControlConfig};
+use super::Config;
+use crate::connector::ControlConfig;
 use crate::notify::UrlFrom;
 
 /// A value as TOML writes it.
@@ -144,6 +145,11 @@ impl Config {
                 ("connector.stop_command", Text(stop.clone())),
                 ("connector.status_command", Text(status.clone())),
             ]),
+            ControlConfig::Docker { container, host } => rows.extend([
+                ("connector.control", Text("docker".into())),
+                ("connector.container", Text(container.clone())),
+                ("connector.docker_host", text(host)),
+            ]),
         }
         rows.push((
             "connector.command_timeout",
@@ -274,7 +280,11 @@ quiet_for = "10s"
     /// The output is a config: parsed again, it describes itself the same.
     #[test]
     fn the_description_reads_back_as_the_same_settings() {
-        for text in [FULL, PER_NODE, PER_NODE_WORKER] {
+        let docker = format!(
+            "{PER_NODE}control = \"docker\"\ncontainer = \"stack-cloudflared-1\"\n\
+             docker_host = \"tcp://[fd00::1]:2375\"\n"
+        );
+        for text in [FULL, PER_NODE, PER_NODE_WORKER, docker.as_str()] {
             let config = Config::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             let described = config.describe();
             let again = Config::parse(&described).unwrap_or_else(|e| panic!("{e}\n{described}"));

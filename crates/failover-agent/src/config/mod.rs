@@ -25,6 +25,7 @@ use std::time::Duration;
 use failover_core::node::{AppTiming, Role, Timing, Topology};
 use toml::{Table, Value};
 
+use crate::connector::{self, ControlConfig, DockerHost};
 use crate::log::Level;
 use crate::url::Url;
 pub(crate) use duration::format_ms;
@@ -109,18 +110,6 @@ fn err(key: &str, reason: impl Into<String>) -> ConfigError {
         file: None,
         at: None,
     }
-}
-
-#[derive(Clone, Debug)]
-pub enum ControlConfig {
-    Systemd {
-        unit: String,
-    },
-    Command {
-        start: String,
-        stop: String,
-        status: String,
-    },
 }
 
 /// The `[app]` section: the local service the connector serves.
@@ -446,6 +435,8 @@ impl Config {
             "stop_command",
             "status_command",
             "command_timeout",
+            "container",
+            "docker_host",
         ])?;
         let connector_ready_url = connector.required_url(
             "ready_url",
@@ -458,7 +449,18 @@ impl Config {
                 ..connector_ready_url.clone()
             },
         };
-        let control = match connector.string("control")?.as_deref() {
+        let control_name = connector.string("control")?;
+        if control_name.as_deref() != Some("docker") {
+            for key in ["container", "docker_host"] {
+                if connector.get(key).is_some() {
+                    return Err(err(
+                        &connector.key(key),
+                        "means nothing without control = \"docker\"; set that, or remove it",
+                    ));
+                }
+            }
+        }
+        let control = match control_name.as_deref() {
             None | Some("systemd") => ControlConfig::Systemd {
                 unit: connector
                     .string("unit")?
@@ -478,10 +480,34 @@ impl Config {
                     "the shell command that exits 0 while the connector runs",
                 )?,
             },
+            Some("docker") => ControlConfig::Docker {
+                container: connector
+                    .string("container")?
+                    .ok_or_else(|| {
+                        connector.missing(
+                            "container",
+                            "the cloudflared container's name or id, e.g. \"cloudflared\" \
+                             (required with control = \"docker\")",
+                        )
+                    })
+                    .and_then(|name| {
+                        connector::check_container(&name)
+                            .map_err(|why| err("connector.container", why))
+                    })?,
+                host: DockerHost::parse(
+                    &connector
+                        .string("docker_host")?
+                        .unwrap_or_else(|| connector::DEFAULT_DOCKER_HOST.to_string()),
+                )
+                .map_err(|why| err("connector.docker_host", why))?,
+            },
             Some(other) => {
                 return Err(err(
                     "connector.control",
-                    format!("{other:?} is not a controller; use \"systemd\" or \"command\""),
+                    format!(
+                        "{other:?} is not a controller; use \"systemd\", \"docker\" or \
+                         \"command\""
+                    ),
                 ))
             }
         };
@@ -919,7 +945,7 @@ ready_url = "http://127.0.0.1:20241/ready"
         let app = |extra: &str| format!("{PER_NODE}[app]\n{extra}\n");
         let notify = |extra: &str| format!("{PER_NODE}[notify]\n{extra}\n");
         let worker = |extra: &str| format!("{PER_NODE}[worker]\n{extra}\n");
-        let table: Vec<(String, &str, &str)> = vec![
+        let mut table: Vec<(String, &str, &str)> = vec![
             (SHARED.replace("role = \"primary\"", ""), "role", "missing"),
             (SHARED.replace("primary", "leader"), "role", "not a role"),
             (
@@ -1073,8 +1099,41 @@ ready_url = "http://127.0.0.1:20241/ready"
                 "at most 8",
             ),
         ];
+        let docker = |extra: &str| format!("{PER_NODE}control = \"docker\"\n{extra}\n");
+        table.extend([
+            (docker(""), "connector.container", "missing"),
+            (
+                docker("container = \"/cloudflared\""),
+                "connector.container",
+                "leading '/'",
+            ),
+            (
+                docker("container = \"../x\""),
+                "connector.container",
+                "not a container",
+            ),
+            (
+                docker("container = \"cf\"\ndocker_host = \"/var/run/docker.sock\""),
+                "connector.docker_host",
+                "unix:///var/run/docker.sock",
+            ),
+            (
+                docker("container = \"cf\"\ndocker_host = \"tcp://proxy\""),
+                "connector.docker_host",
+                "tcp://host:port",
+            ),
+            (
+                format!("{PER_NODE}container = \"cf\"\n"),
+                "connector.container",
+                "without control = \"docker\"",
+            ),
+            (
+                format!("{PER_NODE}control = \"podman\"\n"),
+                "connector.control",
+                "\"docker\"",
+            ),
+        ]);
         let flag = |path: &str| format!("maintenance_flag = {path:?}\n{PER_NODE}");
-        let mut table = table;
         // A path the runtime rewrites before the Worker compares it: the
         // admin token would go to whatever answers there.
         for path in ["/a/../b", "/a/./b", "//a", "/a%2e", "/a b", "/a/"] {

@@ -1,75 +1,47 @@
-//! Starting, stopping and looking at the local connector. Two controllers
-//! behind one trait: `systemd` for production, `command` for tests and for
-//! hosts that run cloudflared some other way.
+//! Starting, stopping and looking at the local connector. Three
+//! controllers behind one trait: `systemd` for a packaged cloudflared,
+//! `docker` for one in a container, `command` for tests and for hosts that
+//! run cloudflared some other way.
+//!
+//! - `control`: [`ConnectorControl`], the trait every controller is.
+//! - `error`: [`ControlError`], what every controller's failure is.
+//! - `engine`: the Docker Engine API (`connector.docker_host`): its
+//!   address, the API version spoken, the calls and their answers read.
+//! - `docker`: the `docker` controller on top of it: the container's
+//!   start, stop and state, and what a recreate, a daemon restart or a
+//!   restart policy mean for them.
 
-use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
+mod control;
+mod docker;
+mod engine;
+mod error;
+
+pub use control::{ConnectorControl, ControlConfig, Pending};
+pub(crate) use docker::{check as check_docker, Docker};
+pub use engine::DockerHost;
+pub(crate) use engine::{check_container, DEFAULT_HOST as DEFAULT_DOCKER_HOST};
+pub use error::ControlError;
+
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::config::ControlConfig;
-
-pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, ControlError>> + Send + 'a>>;
-
-/// Why a connector command did not do its job. Read by a person (the log,
-/// an API answer's cause), but typed: a caller that needs to tell a timeout
-/// from a refusal has the variant.
-#[derive(Debug)]
-pub enum ControlError {
-    /// The program could not be started at all.
-    Spawn {
-        program: &'static str,
-        source: std::io::Error,
-    },
-    /// Waiting for it failed.
-    Wait {
-        program: &'static str,
-        source: std::io::Error,
-    },
-    /// It ran past its deadline and was killed.
-    TimedOut {
-        program: &'static str,
-        after: Duration,
-    },
-    /// It ended with a status other than 0 (-1: killed by a signal).
-    Exited { code: i32 },
-}
-
-impl fmt::Display for ControlError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ControlError::Spawn { program, source } => write!(f, "cannot run {program}: {source}"),
-            ControlError::Wait { program, source } => write!(f, "{program}: {source}"),
-            ControlError::TimedOut { program, after } => {
-                write!(f, "{program} timed out after {} ms", after.as_millis())
-            }
-            ControlError::Exited { code } => write!(f, "exited with status {code}"),
-        }
-    }
-}
-
-impl std::error::Error for ControlError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ControlError::Spawn { source, .. } | ControlError::Wait { source, .. } => Some(source),
-            ControlError::TimedOut { .. } | ControlError::Exited { .. } => None,
-        }
-    }
-}
-
-pub trait ConnectorControl: Send + Sync {
-    fn start(&self) -> Pending<'_, ()>;
-    fn stop(&self) -> Pending<'_, ()>;
-    /// Process state only; readiness is asked of the connector itself.
-    fn is_running(&self) -> Pending<'_, bool>;
-    fn describe(&self) -> String;
-}
-
-pub(crate) fn from_config(config: &ControlConfig, timeout: Duration) -> Box<dyn ConnectorControl> {
+/// The configured controller; `timeout` bounds each start, stop and look
+/// (`connector.command_timeout`), `probe_timeout` the Engine's answer to a
+/// stop once its grace has run out.
+pub(crate) fn from_config(
+    config: &ControlConfig,
+    timeout: Duration,
+    probe_timeout: Duration,
+) -> Box<dyn ConnectorControl> {
     match config {
+        ControlConfig::Docker { container, host } => Box::new(Docker::new(
+            container.clone(),
+            host.clone(),
+            timeout,
+            probe_timeout,
+        )),
         ControlConfig::Systemd { unit } => Box::new(Systemd {
             unit: unit.clone(),
             timeout,
