@@ -16,7 +16,8 @@
 //   node bench/cost-client.mjs --url http://127.0.0.1:PORT
 //        (--count N | --seconds S) [--concurrency C] [--interval-ms MS]
 //        [--method GET|POST] [--body-bytes B] [--cookie NAME=VALUE]
-//        [--authorization VALUE]
+//        [--authorization VALUE] [--sites N]
+// --sites N: request n goes to host s<n % N>.example (a SITES row's hosts).
 //
 // --interval-ms: one request every MS (one connection, each request
 // started on its tick, or at once when the previous one ran past it): the
@@ -39,6 +40,7 @@ const { values: opt } = parseArgs({
     "body-bytes": { type: "string", default: "512" },
     cookie: { type: "string", default: "" },
     authorization: { type: "string", default: "" },
+    sites: { type: "string", default: "0" },
   },
 });
 const COOKIE = "__tf_affinity";
@@ -55,7 +57,7 @@ const interval = Number(opt["interval-ms"]);
 const concurrency = interval > 0 ? 1 : Number(opt.concurrency);
 const body = opt.method === "POST" ? randomBytes(Number(opt["body-bytes"])) : null;
 if (!opt.url || (count === Infinity && deadline === Infinity) || !(concurrency >= 1)) {
-  console.error("usage: cost-client.mjs --url URL (--count N | --seconds S) [--concurrency C] [--interval-ms MS] [--method GET|POST] [--body-bytes B] [--cookie C] [--authorization VALUE]");
+  console.error("usage: cost-client.mjs --url URL (--count N | --seconds S) [--concurrency C] [--interval-ms MS] [--method GET|POST] [--body-bytes B] [--cookie C] [--authorization VALUE] [--sites N]");
   process.exit(2);
 }
 
@@ -70,6 +72,8 @@ function once(n) {
   const headers = { "x-user": `user-${(n % USERS) + 1}` };
   if (cookie) headers.cookie = cookie;
   if (opt.authorization) headers.authorization = opt.authorization;
+  const sites = Number(opt.sites);
+  if (sites > 0) headers.host = `s${n % sites}.example`;
   if (body) {
     headers["content-type"] = "application/octet-stream";
     headers["content-length"] = String(body.length);

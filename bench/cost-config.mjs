@@ -49,6 +49,17 @@ export const ROWS = [
     settings: { STEERING: "failover" },
     client: ["--authorization", "Bearer an-apps-own-api-token-0123456789"],
   },
+  // SITES with 3 and 50 sites, each with the two origins (`sites`); the
+  // client spreads its requests over the sites' hosts (s<i>.example). The
+  // host lookup must not grow with the number of sites.
+  ...[3, 50].map((n) => ({
+    id: `sites-${n}`,
+    label: `failover, SITES: ${n} sites`,
+    kind: "product",
+    settings: { STEERING: "failover" },
+    sites: n,
+    client: ["--sites", String(n)],
+  })),
   { id: "anchor", label: "JS anchor", kind: "anchor" },
   { id: "floor-bare", label: "floor 1: bare pass-through", kind: "floor", module: "floor-bare.mjs" },
   { id: "floor-work", label: "floor 2: + timer + X-Served-By", kind: "floor", module: "floor-work.mjs" },
@@ -81,8 +92,15 @@ function config(row, opt) {
       `(name = "operator_bg.wasm", wasm = embed "${rel(`${opt["product-dir"]}/operator_bg.wasm`)}"),`,
     ];
     const list = row.origins === "weighted" ? origins.map((o) => ({ ...o, weight: 1 })) : origins;
+    // The last site is also the default (`*`): cost.sh's readiness check
+    // asks for 127.0.0.1, which no named host claims.
+    const sites = Array.from({ length: row.sites ?? 0 }, (_, i) => ({
+      name: `s${i}`,
+      hosts: i === row.sites - 1 ? [`s${i}.example`, "*"] : [`s${i}.example`],
+      origins: list.map((o) => ({ ...o, name: `s${i}-${o.name}` })),
+    }));
     bindings = {
-      ORIGINS: JSON.stringify(list),
+      ...(row.sites === undefined ? { ORIGINS: JSON.stringify(list) } : { SITES: JSON.stringify(sites) }),
       ATTEMPT_TIMEOUT_MS,
       // Configured as in production (and as `make bench` does), never hit.
       STATUS_TOKEN: "bench-status-token",

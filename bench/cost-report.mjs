@@ -174,6 +174,16 @@ if (plan?.skipped.length) {
   out.push("No JavaScript anchor row in this run (BENCH_COST_ROWS left it out): no /anchor ratios.");
 }
 if (!byId["floor-work"]) out.push("No floor 2 row in this run (BENCH_COST_ROWS left it out): no /floor2 ratios.");
+// SITES: requests spread over 3 and 50 sites' hosts against one site's.
+for (const id of ["sites-3", "sites-50"]) {
+  const row = byId[id];
+  if (!row || !byId.failover) continue;
+  const each = REGIMES.map((g) => {
+    const x = ratio(row, "failover", g.id);
+    return x == null ? null : `${g.title} ${fmtX(x)}`;
+  }).filter(Boolean);
+  out.push(`${row.label}: ${each.join(", ")} the failover row's (the issue's bound: 1.03x).`);
+}
 // What a request with an app's own Authorization costs: while a token is
 // set, the fast path compares it with the Worker's tokens
 // (src/js/credentials.mjs) before it goes on; the failover row's requests

@@ -45,7 +45,7 @@ const ROWS = {
   },
   cost: {
     always: [
-      "every product row (each steering policy, colo health on and off; failover with an app's Authorization on every request) and the two floors, with their /floor2 ratios",
+      "every product row (each steering policy, colo health on and off; failover with an app's Authorization on every request; SITES with 3 and 50 sites) and the two floors, with their /floor2 ratios",
     ],
     anchor: ["the JS anchor row", "the /anchor ratios"],
   },

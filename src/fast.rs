@@ -19,7 +19,7 @@
 
 use failover_core::edge::affinity;
 use failover_core::edge::affinity::AffinityMode;
-use failover_core::edge::config::{Origin, WorkerConfig};
+use failover_core::edge::config::{HostPattern, Origin, Site, WorkerConfig};
 use failover_core::edge::steering::Policy;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
@@ -32,18 +32,14 @@ use crate::runtime::{Context, Env, RawContext};
 /// What the fast path needs that never changes while this Wasm instance
 /// lives: asked for once per instance (src/js/lease.mjs `configure`), so no
 /// lease re-sends it. An object with the fields of `instance` in lease.mjs,
-/// or None when the config is broken or has several sites.
+/// or None when the config is broken. With several sites it carries the
+/// host table (`hosts`), and steering is the full path's (`steer` unset).
 #[wasm_bindgen]
 pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
         return None;
     };
     let config = &isolate.config;
-    // Several sites (`SITES`): each request's site comes from its host,
-    // which only the full path looks up so far; every request takes it.
-    if config.sites.len() > 1 {
-        return None;
-    }
     // The status endpoint and the admin API under it: the full path's.
     let status_path = config
         .reserved_path()
@@ -69,7 +65,21 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
     } else {
         JsValue::UNDEFINED
     };
-    let fields: [(&str, JsValue); 9] = [
+    let several = config.sites.len() > 1;
+    let steer = if several {
+        JsValue::UNDEFINED
+    } else {
+        steering(config, &isolate.tokens())
+    };
+    let fields: [(&str, JsValue); 10] = [
+        (
+            "hosts",
+            if several {
+                host_table(config)
+            } else {
+                JsValue::UNDEFINED
+            },
+        ),
         ("names", strings(&|o| o.name.clone())),
         ("bases", strings(&|o| o.base.clone())),
         (
@@ -87,9 +97,39 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
             "suspectMs",
             JsValue::from_f64(isolate.suspect_after_ms() as f64),
         ),
-        ("steer", steering(config, &isolate.tokens())),
+        ("steer", steer),
     ];
     Some(object(&fields))
+}
+
+/// The host table for src/js/sites.mjs `siteOf` (the twin of
+/// `HostTable::site_for`): `names` and `wildcards` (what follows `*.`),
+/// each a Map from the lower-case host to its site, and `any`, the `*`
+/// site or -1.
+fn host_table(config: &WorkerConfig) -> JsValue {
+    let names = js_sys::Map::new();
+    let wildcards = js_sys::Map::new();
+    let mut any = -1.0;
+    for (s, site) in config.sites.iter().enumerate() {
+        let index = JsValue::from_f64(s as f64);
+        for host in &site.hosts {
+            match host {
+                HostPattern::Name(name) => {
+                    names.set(&JsValue::from_str(name), &index);
+                }
+                HostPattern::Wildcard(rest) => {
+                    wildcards.set(&JsValue::from_str(rest), &index);
+                }
+                HostPattern::Any => any = s as f64,
+            }
+        }
+    }
+    object(&[
+        ("names", names.into()),
+        ("wildcards", wildcards.into()),
+        ("any", JsValue::from_f64(any)),
+    ])
+    .into()
 }
 
 /// The lease, or None when the full path must take every request (a broken
@@ -105,6 +145,9 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     let Loaded::Ready(isolate) = isolate::load(env) else {
         return None;
     };
+    if isolate.config.sites.len() > 1 {
+        return Some(site_leases(&isolate));
+    }
     let lease = isolate.lease()?;
     let n = isolate.config.origins.len();
     let per_origin = |f: &dyn Fn(usize) -> bool| -> JsValue {
@@ -137,6 +180,40 @@ pub fn fast_lease(env: &Env) -> Option<js_sys::Object> {
     Some(object(&fields))
 }
 
+/// The lease with several sites: per site, the origin its requests go to
+/// (`origins`), or -1 (none for now: the full path, and ask again) or -2
+/// (the site routes each request itself: the full path's), and whether it
+/// serves as a failover (`failovers`).
+fn site_leases(isolate: &isolate::Isolate) -> js_sys::Object {
+    let leases = isolate.site_leases();
+    let config = &isolate.config;
+    let origins: js_sys::Array = leases
+        .sites
+        .iter()
+        .zip(&config.sites)
+        .map(|(lease, site)| match lease {
+            Some(l) => JsValue::from_f64(l.origin as f64),
+            None if needs_steering_site(site) => JsValue::from_f64(-2.0),
+            None => JsValue::from_f64(-1.0),
+        })
+        .collect();
+    let failovers: js_sys::Array = leases
+        .sites
+        .iter()
+        .map(|l| JsValue::from_bool(l.is_some_and(|l| l.failover)))
+        .collect();
+    object(&[
+        ("origin", JsValue::from_f64(-1.0)),
+        ("workDue", JsValue::from_f64(leases.work_due_ms as f64)),
+        ("coloDue", JsValue::from_f64(leases.colo_due_ms as f64)),
+        ("healthy", JsValue::UNDEFINED),
+        ("intendable", JsValue::UNDEFINED),
+        ("failover", JsValue::FALSE),
+        ("origins", origins.into()),
+        ("failovers", failovers.into()),
+    ])
+}
+
 /// A plain object with these fields.
 fn object(fields: &[(&str, JsValue)]) -> js_sys::Object {
     let object = js_sys::Object::new();
@@ -151,9 +228,14 @@ fn object(fields: &[(&str, JsValue)]) -> js_sys::Object {
 /// under a steering policy, affinity or an Access token. Under plain
 /// failover every request goes to the lease's `origin`.
 fn needs_steering(config: &WorkerConfig) -> bool {
-    !(config.site().steering == Policy::Failover
-        && config.site().affinity.mode == AffinityMode::Off
-        && config.origins.iter().all(|o| o.access.is_none()))
+    config.sites.len() == 1 && needs_steering_site(config.site())
+}
+
+/// [`needs_steering`] for one site.
+fn needs_steering_site(site: &Site) -> bool {
+    !(site.steering == Policy::Failover
+        && site.affinity.mode == AffinityMode::Off
+        && site.origins.iter().all(|o| o.access.is_none()))
 }
 
 /// What the fast path needs to route each request itself, the health aside

@@ -14,7 +14,7 @@ use failover_core::edge::budget::ReplayBudget;
 use failover_core::edge::config::{Site, WorkerConfig};
 use failover_core::edge::guesses::GuessBrake;
 use failover_core::edge::health::{HealthMap, Transition};
-use failover_core::edge::isolate::{Lease, LeaseAfter};
+use failover_core::edge::isolate::{Lease, LeaseAfter, SiteLease};
 use failover_core::edge::overrides::{Overrides, Standing};
 use failover_core::edge::report;
 use failover_core::edge::shared::{SharedVerdict, Source};
@@ -117,6 +117,22 @@ impl Isolate {
     pub fn lease(&self) -> Option<Lease> {
         self.reconsider_shared_downs();
         self.state.borrow().lease(clock::now_ms())
+    }
+
+    /// The fast path's lease with several sites: when periodic work is
+    /// next due, and each site's part (`edge::Isolate::site_lease`), once
+    /// the fast path's answers have had their say.
+    pub fn site_leases(&self) -> SiteLeases {
+        self.reconsider_shared_downs();
+        let state = self.state.borrow();
+        let now = clock::now_ms();
+        SiteLeases {
+            work_due_ms: state.next_due_ms(),
+            colo_due_ms: state.colo_due_ms(),
+            sites: (0..self.config.sites.len())
+                .map(|s| state.site_lease(s, now))
+                .collect(),
+        }
     }
 
     /// Origins down on a shared verdict alone that the fast path has since
@@ -286,6 +302,13 @@ pub enum Loaded {
     Ready(Rc<Isolate>),
     /// The config is unusable: every request gets this one-line reason.
     Broken(Rc<str>),
+}
+
+/// [`Isolate::site_leases`].
+pub struct SiteLeases {
+    pub work_due_ms: u64,
+    pub colo_due_ms: u64,
+    pub sites: Vec<Option<SiteLease>>,
 }
 
 thread_local! {

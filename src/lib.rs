@@ -62,7 +62,8 @@
 //!   steering.json, route.json) and both languages' tests check them.
 //!   Today's twins: `rules.mjs` (classify), `lease.mjs` `upstreamUrl`
 //!   (target), `steer.mjs` (steering, affinity, cookies), `route.mjs`
-//!   (route), `credentials.mjs` (`secret::carries_any`). `silence.mjs` is
+//!   (route), `credentials.mjs` (`secret::carries_any`), `sites.mjs`
+//!   (`HostTable::site_for`). `silence.mjs` is
 //!   a rule with no Rust side (every attempt is JS, so both paths ask it),
 //!   held to its own table on a simulated clock (tests/silence.test.mjs);
 //!   `attempt.mjs` `dropHopByHop` runs on both paths too, its rule

@@ -12,6 +12,7 @@ import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs
 import { bufferedLength } from "../src/js/body.mjs";
 import { forward_headers } from "../src/js/attempt.mjs";
 import { carriesToken, tokenBytes } from "../src/js/credentials.mjs";
+import { siteOf } from "../src/js/sites.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
 
 const ORIGIN = FAST_PATH.origin;
@@ -208,4 +209,12 @@ test("the Worker's own tokens in Authorization: the fast path decides as Rust do
   // No token configured, or an empty one: nothing carries it.
   assert.equal(carriesToken("Bearer ", tokenBytes([""])), false);
   assert.equal(carriesToken("Bearer x", []), false);
+});
+
+test("several sites: the fast path finds a request's site as Rust does (HostTable::site_for)", () => {
+  const { table, cases } = FAST_PATH.hosts;
+  const hosts = { names: new Map(Object.entries(table.names)), wildcards: new Map(Object.entries(table.wildcards)), any: table.any };
+  for (const row of cases) assert.equal(siteOf(row.url, hosts), row.site, row.url);
+  const none = { names: new Map([["a.example", 0]]), wildcards: new Map(), any: -1 };
+  assert.equal(siteOf("https://b.example/", none), -1, "no site: the full path answers 421");
 });

@@ -14,6 +14,7 @@ import { answered, configure, grant, instance, lease, RETRY_WORK, takeWork, upst
 import { route, setsCookieFor } from "./route.mjs";
 import { bufferedLength } from "./body.mjs";
 import { carriesToken } from "./credentials.mjs";
+import { siteOf } from "./sites.mjs";
 import { isAnswer } from "./rules.mjs";
 import { isSilent } from "./silence.mjs";
 import { hashKeyIn, HASH } from "./steer.mjs";
@@ -139,7 +140,9 @@ function fastFetch(request, env, ctx) {
       ? undefined
       : instance.steer !== undefined
         ? steeredTarget(headers, url, method, instance.steer, now)
-        : plainTarget(headers, url, method, now);
+        : instance.hosts !== undefined
+          ? siteTarget(headers, url, method, now)
+          : plainTarget(headers, url, method, now);
   let sent;
   if (target === undefined) sent = call(wasm.fetch, request, env, ctx);
   else if (bytes === 0) sent = attempt(request, env, ctx, target, undefined, now);
@@ -161,6 +164,27 @@ function plainTarget(clientHeaders, url, method, now) {
   if (isSilent(origin, instance.silenceMs, instance.timeoutMs, now)) return undefined;
   const headers = forward_headers(clientHeaders, url, undefined, undefined);
   return { url: lease.base + path, method, secure: false, headers, origin, name: lease.name, failedOver: lease.failover, plan: undefined, random: NaN };
+}
+
+// The fast path with several sites (SITES): the request's site by its
+// host (sites.mjs, Rust's twin), then that site's part of the lease, as
+// plainTarget under one site. A site that steers each request, one with no
+// origin to send to, and a host no site claims are the full path's.
+function siteTarget(clientHeaders, url, method, now) {
+  const site = siteOf(url, instance.hosts);
+  if (site < 0) return undefined;
+  const origin = lease.origins[site];
+  if (origin < 0) {
+    // None for now (every origin down, a ramp): ask Rust again next time.
+    if (origin === -1) lease.valid = false;
+    return undefined;
+  }
+  const path = upstreamPath(url);
+  if (path === undefined) return undefined;
+  if (isSilent(origin, instance.silenceMs, instance.timeoutMs, now)) return undefined;
+  const headers = forward_headers(clientHeaders, url, undefined, undefined);
+  const failedOver = lease.failovers[site];
+  return { url: instance.bases[origin] + path, method, secure: false, headers, origin, name: instance.names[origin], failedOver, plan: undefined, random: NaN };
 }
 
 // The fast path under a steering policy, affinity or an Access token: the

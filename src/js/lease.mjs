@@ -17,6 +17,10 @@ import { tokenBytes } from "./credentials.mjs";
 // The instance's part, as `fast_config` returns it (src/fast.rs).
 export const instance = {
   id: -1, // the Wasm instance it came from (see entry.mjs)
+  // With several sites (SITES): the host table sites.mjs reads; each
+  // lease then carries a part per site (`lease.origins`). Undefined: one
+  // site, every host.
+  hosts: undefined,
   names: [],
   bases: [], // scheme://authority, no path, per origin
   timeoutMs: 0,
@@ -43,6 +47,11 @@ export const lease = {
   base: "", // the origin's, from the instance's bases
   name: "",
   failover: false, // true: `origin` serves because one meant before it is down (x-failover)
+  // With several sites, per site: the origin its requests go to, or -1
+  // (none for now: the full path, and ask again) or -2 (the site steers
+  // each request: the full path's); and whether that origin is a failover.
+  origins: undefined,
+  failovers: undefined,
   instance: -1, // the Wasm instance that granted it
 };
 
@@ -65,6 +74,7 @@ export function configure(config, id) {
   instance.silenceMs = config.silenceMs;
   instance.replayMax = config.replayMax;
   instance.suspectMs = config.suspectMs;
+  instance.hosts = config.hosts;
   instance.statusPath = config.statusPath;
   instance.tokens = config.tokens === undefined ? undefined : tokenBytes(config.tokens);
   instance.steer = config.steer;
@@ -91,6 +101,8 @@ export function grant(granted, id) {
   lease.base = instance.bases[granted.origin];
   lease.name = instance.names[granted.origin];
   lease.failover = granted.failover;
+  lease.origins = granted.origins;
+  lease.failovers = granted.failovers;
   const steer = instance.steer;
   if (steer !== undefined && granted.healthy !== undefined) {
     steer.healthy = granted.healthy;

@@ -9,6 +9,7 @@
 use failover_core::edge::classify::{
     classify_response, is_access_login, Failure, ATTEMPT_REFUSED, ATTEMPT_TIMED_OUT,
 };
+use failover_core::edge::config::{HostPattern, WorkerConfig};
 use failover_core::edge::hop_by_hop::to_drop;
 use failover_core::edge::replay::BodyPlan;
 use failover_core::edge::target::{
@@ -254,5 +255,49 @@ fn workers_tokens() {
             carries,
             "{row}"
         );
+    }
+}
+
+#[test]
+fn hosts() {
+    let doc = fixture();
+    let section = &doc["hosts"];
+    let sites: Vec<Value> = section["sites"]
+        .as_array()
+        .unwrap_or_else(|| panic!("hosts.sites must be an array"))
+        .iter()
+        .enumerate()
+        .map(|(i, hosts)| {
+            serde_json::json!({
+                "name": format!("s{i}"), "hosts": hosts,
+                "origins": [{"name": format!("o{i}"), "url": format!("https://o{i}.example")}],
+            })
+        })
+        .collect();
+    let vars = Value::Array(sites).to_string();
+    let config = WorkerConfig::from_vars(|k| (k == "SITES").then(|| vars.clone()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The table the fast path is handed (src/fast.rs host_table).
+    let mut names = serde_json::Map::new();
+    let mut wildcards = serde_json::Map::new();
+    let mut any = -1i64;
+    for (s, site) in config.sites.iter().enumerate() {
+        for host in &site.hosts {
+            match host {
+                HostPattern::Name(n) => drop(names.insert(n.clone(), s.into())),
+                HostPattern::Wildcard(r) => drop(wildcards.insert(r.clone(), s.into())),
+                HostPattern::Any => any = s as i64,
+            }
+        }
+    }
+    assert_eq!(
+        serde_json::json!({"names": names, "wildcards": wildcards, "any": any}),
+        section["table"]
+    );
+    for row in cases(&doc, "hosts") {
+        let site = config
+            .site_for_url(text(row, "url"))
+            .map_or(-1, |s| s as i64);
+        assert_eq!(Some(site), row["site"].as_i64(), "{row}");
     }
 }

@@ -99,6 +99,9 @@ pub struct Isolate {
     slow_start: SlowStart,
     policy: Policy,
     weights: Vec<u32>,
+    /// Each site's rules for its part of the fast path's lease (several
+    /// sites: [`Isolate::site_lease`]).
+    sites: Vec<SiteRules>,
 }
 
 /// The location's copy of the checker's answer: its keys and read cadence.
@@ -129,6 +132,36 @@ pub struct Lease {
     /// When a colo read may next start for a waiting attempt
     /// (`Isolate::colo_due_ms`); `u64::MAX` with `COLO_HEALTH=off`.
     pub colo_due_ms: u64,
+}
+
+/// One site's part of the fast path's lease ([`Isolate::site_lease`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteLease {
+    /// The first of the site's origins requests may go to (global index).
+    pub origin: usize,
+    /// Whether it serves because one meant before it is down.
+    pub failover: bool,
+}
+
+/// What a site's part of the lease rests on.
+#[derive(Clone, Debug)]
+struct SiteRules {
+    origins: std::ops::Range<usize>,
+    slow_start: SlowStart,
+    /// Plain failover: no steering policy, affinity or Access token.
+    plain: bool,
+}
+
+impl SiteRules {
+    fn of(site: &crate::edge::config::Site) -> SiteRules {
+        SiteRules {
+            origins: site.global(),
+            slow_start: site.slow_start,
+            plain: site.steering == Policy::Failover
+                && site.affinity.mode == AffinityMode::Off
+                && site.origins.iter().all(|o| o.access.is_none()),
+        }
+    }
 }
 
 /// Whether a change to the health map ended the fast path's lease.
@@ -170,6 +203,7 @@ impl Isolate {
             slow_start: config.site().slow_start,
             policy: config.site().steering,
             weights: config.origins.iter().map(|o| o.weight).collect(),
+            sites: config.sites.iter().map(SiteRules::of).collect(),
         }
     }
 
@@ -487,6 +521,47 @@ impl Isolate {
         })
     }
 
+    /// Site `site`'s part of the fast path's lease when there are several
+    /// sites: the first of its origins requests may go to, and whether it
+    /// is not the one they are meant for. None (the full path takes the
+    /// site's requests) when the site routes each request itself (a
+    /// steering policy, affinity, an Access token: the fast path's own
+    /// routing knows one site only), when none of its origins may take
+    /// requests, or while a slow-start ramp is in effect among them.
+    pub fn site_lease(&self, site: usize, now_ms: u64) -> Option<SiteLease> {
+        let rules = self.sites.get(site)?;
+        if !rules.plain {
+            return None;
+        }
+        let origin = rules.origins.clone().find(|&i| self.routable(i))?;
+        if rules.slow_start.is_on() {
+            let tier: Vec<f64> = rules
+                .origins
+                .clone()
+                .filter(|&i| self.routable(i))
+                .map(|i| {
+                    if self.standing(i).ramps() {
+                        rules.slow_start.share(self.health.up_since_ms(i), now_ms)
+                    } else {
+                        1.0
+                    }
+                })
+                .collect();
+            if slow_start::in_effect(Policy::Failover, &tier) {
+                return None;
+            }
+        }
+        let intended = rules
+            .origins
+            .clone()
+            .find(|&i| self.intendable(i))
+            .unwrap_or(rules.origins.start);
+        Some(SiteLease {
+            origin,
+            failover: origin != intended,
+        })
+    }
+
     /// Whether a slow-start ramp can move a request at `now_ms`
     /// (`slow_start::in_effect` over the origins the policy picks from that
     /// requests may go to, overrides folded in as `route_ramped` folds
@@ -592,6 +667,32 @@ mod tests {
             vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
         })
         .unwrap()
+    }
+
+    #[test]
+    fn each_plain_site_gets_its_own_part_of_the_lease() {
+        let sites = r#"[
+          {"name":"www","hosts":["www.example"],"origins":[
+            {"name":"w1","url":"https://w1.example"},{"name":"w2","url":"https://w2.example"}]},
+          {"name":"git","hosts":["git.example"],"steering":"weighted","origins":[
+            {"name":"g1","url":"https://g1.example"},{"name":"g2","url":"https://g2.example"}]},
+          {"name":"dash","hosts":["dash.example"],"origins":[
+            {"name":"d1","url":"https://d1.example"},{"name":"d2","url":"https://d2.example"}]}
+        ]"#;
+        let c = WorkerConfig::from_vars(|k| (k == "SITES").then(|| sites.to_string())).unwrap();
+        let mut isolate = Isolate::new(&c);
+        let lease = |i: &Isolate| (0..3).map(|s| i.site_lease(s, 0)).collect::<Vec<_>>();
+        let at = |origin, failover| Some(SiteLease { origin, failover });
+        assert_eq!(
+            lease(&isolate),
+            [at(0, false), None, at(4, false)],
+            "git steers itself"
+        );
+        isolate.change_health(|h| h.record_failure(4, Failure::Refused, 1_000));
+        assert_eq!(lease(&isolate), [at(0, false), None, at(5, true)]);
+        isolate.change_health(|h| h.record_failure(5, Failure::Refused, 1_000));
+        assert_eq!(lease(&isolate), [at(0, false), None, None], "dash: none up");
+        assert_eq!(isolate.site_lease(3, 0), None, "no such site");
     }
 
     /// An isolate with the global checker bound (its id "abc").
