@@ -58,6 +58,11 @@ pub struct Checker {
     round_out: bool,
     ids: EventIds,
     site: String,
+    /// With several sites (`SITES`): each origin's site, by its range of
+    /// global indices, and that site's name, which its events name
+    /// instead of the public hostname; `all.down` / `all.up` are per site.
+    /// Empty with `ORIGINS`.
+    sites: Vec<(std::ops::Range<usize>, String)>,
     history: History<(u64, Event)>,
     guard: FlapGuard,
     outbox: Outbox,
@@ -86,6 +91,15 @@ impl Checker {
             round_out: false,
             ids: EventIds::new(now_ms, 1),
             site: String::new(),
+            sites: if config.sites.len() > 1 {
+                config
+                    .sites
+                    .iter()
+                    .map(|s| (s.global(), s.name.clone()))
+                    .collect()
+            } else {
+                Vec::new()
+            },
             history: History::new(HISTORY),
             guard: FlapGuard::new(min_interval_ms),
             outbox: Outbox::default(),
@@ -193,7 +207,7 @@ impl Checker {
         result: Option<Failure>,
         now_ms: u64,
     ) -> Option<Transition> {
-        let any_up_before = self.any_up();
+        let any_up_before = self.any_up(origin);
         let change = self.health.record_probe(origin, result, now_ms);
         let down = !self.health.is_up(origin);
         self.schedule.probed(origin, result.is_some(), down, now_ms);
@@ -203,9 +217,9 @@ impl Checker {
         }
         let name = self.names.get(origin).cloned().unwrap_or_default();
         let (seq, id) = self.ids.take();
-        let event = origin_event(id, &name, &change, now_ms, self.site());
+        let event = origin_event(id, &name, &change, now_ms, self.site_of(origin));
         self.record(seq, event.clone(), now_ms);
-        if let Some(kind) = all_change(any_up_before, self.any_up()) {
+        if let Some(kind) = all_change(any_up_before, self.any_up(origin)) {
             let (seq, id) = self.ids.take();
             self.record(seq, all_event(id, kind, &event), now_ms);
         }
@@ -220,8 +234,24 @@ impl Checker {
         }
     }
 
-    fn any_up(&self) -> bool {
-        (0..self.health.len()).any(|i| self.health.is_up(i))
+    /// Whether some origin of `origin`'s site is up (every origin is one
+    /// site's with `ORIGINS`).
+    fn any_up(&self, origin: usize) -> bool {
+        let range = self
+            .sites
+            .iter()
+            .find(|(r, _)| r.contains(&origin))
+            .map_or(0..self.health.len(), |(r, _)| r.clone());
+        range.into_iter().any(|i| self.health.is_up(i))
+    }
+
+    /// What `origin`'s events name as their site: its site's name with
+    /// several sites, else the public hostname ([`Checker::site`]).
+    fn site_of(&self, origin: usize) -> &str {
+        self.sites
+            .iter()
+            .find(|(r, _)| r.contains(&origin))
+            .map_or_else(|| self.site(), |(_, name)| name.as_str())
     }
 
     /// Keeps `event` (number `seq`) and passes it to the flap guard; what
@@ -326,6 +356,10 @@ impl Checker {
     /// message, never held back by the flap guard (a person did it, and
     /// expects to hear of it).
     pub fn record_override(&mut self, name: &str, reason: String, now_ms: u64) {
+        let site = match self.names.iter().position(|n| n == name) {
+            Some(origin) => self.site_of(origin).to_owned(),
+            None => self.site().to_owned(),
+        };
         let (seq, id) = self.ids.take();
         let event = Event {
             id,
@@ -333,7 +367,7 @@ impl Checker {
             origin: Some(name.to_owned()),
             at_ms: now_ms,
             reason,
-            site: self.site().to_owned(),
+            site,
             source: NotifySource::Edge,
             node: None,
             from: None,

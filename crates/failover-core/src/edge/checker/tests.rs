@@ -388,3 +388,56 @@ fn query_params_as_written() {
     assert_eq!(query_param("https://h/v?site", "site"), None);
     assert_eq!(query_param("https://h/v?site=", "site"), Some(""));
 }
+
+/// Two sites on two nodes: node home's origins fail; each site's events
+/// name the site, and `all.down` / `all.up` are a site's, not the Worker's.
+#[test]
+fn with_several_sites_events_name_their_site_and_all_is_per_site() {
+    let config = WorkerConfig::from_vars(|k| {
+        Some(match k {
+            "SITES" => r#"[
+              {"name":"www","hosts":["www.example"],"origins":[
+                {"name":"www-home","url":"https://wh.example","node":"home"},
+                {"name":"www-vps","url":"https://wv.example","node":"vps"}]},
+              {"name":"dash","hosts":["dash.example"],"origins":[
+                {"name":"dash-home","url":"https://dh.example","node":"home"}]}
+            ]"#
+            .into(),
+            "NOTIFY" => r#"[{"format":"json","url_var":"HOOK"}]"#.into(),
+            "HOOK" => "https://hooks.example.com/j".into(),
+            "HEALTH_CHECKER" => "bound".into(),
+            "NOTIFY_MIN_INTERVAL_S" => "0".into(),
+            _ => return None,
+        })
+    })
+    .expect("valid");
+    let mut store = Storage::default();
+    let mut c = Checker::new(&config, Restored::default(), 0);
+    c.set_site("www.example");
+    // Node home (origins 0 and 2) has no connector for 45 s.
+    let outage = |now: u64, o: usize| {
+        ((15_000..60_000).contains(&now) && o != 1).then_some(Failure::Status(530))
+    };
+    let sent = run(&mut c, &mut store, 0, 120_000, outage, |_| Some(204));
+    let seen: Vec<(Kind, Option<String>, String)> = sent
+        .iter()
+        .filter(|d| d.webhook == "HOOK")
+        .map(|d| (d.event.kind, d.event.origin.clone(), d.event.site.clone()))
+        .collect();
+    let down = |o: &str, s: &str| (Kind::OriginDown, Some(o.to_string()), s.to_string());
+    assert!(seen.contains(&down("www-home", "www")), "{seen:?}");
+    assert!(seen.contains(&down("dash-home", "dash")), "{seen:?}");
+    let all: Vec<(Kind, String)> = seen
+        .iter()
+        .filter(|(k, _, _)| matches!(k, Kind::AllDown | Kind::AllUp))
+        .map(|(k, _, s)| (*k, s.clone()))
+        .collect();
+    assert_eq!(
+        all,
+        [
+            (Kind::AllDown, "dash".to_string()),
+            (Kind::AllUp, "dash".to_string())
+        ],
+        "www kept www-vps: no all.down for it"
+    );
+}
