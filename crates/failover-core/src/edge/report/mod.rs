@@ -569,6 +569,35 @@ mod tests {
         );
     }
 
+    /// With several sites each origin's row says its site and node; with
+    /// one, only a node an origin names.
+    #[test]
+    fn the_page_says_whose_each_origin_is() {
+        let sites = r#"[
+          {"name":"www","hosts":["www.example"],"origins":[
+            {"name":"www-home","url":"https://wh.example","node":"home"}]},
+          {"name":"git","hosts":["git.example"],"origins":[
+            {"name":"git-vps","url":"https://gv.example","node":"vps"},
+            {"name":"git-cloud","url":"https://gc.example"}]}
+        ]"#;
+        let c = WorkerConfig::from_vars(|k| (k == "SITES").then(|| sites.to_string())).unwrap();
+        let h = HealthMap::new(3, 2, 1, std::time::Duration::from_secs(1));
+        let build = BuildInfo {
+            version: "1",
+            revision: "r",
+        };
+        let doc = super::status_document(&c, &h, build, 50);
+        let page = page::html(&doc);
+        for line in ["site www, node home", "site git, node vps", "site git<"] {
+            assert!(page.contains(line), "{line}: {page}");
+        }
+        assert!(text::render(&doc).contains("site git, node vps"));
+        let one = config();
+        let h = HealthMap::new(2, 2, 1, std::time::Duration::from_secs(1));
+        let page = page::html(&super::status_document(&one, &h, build, 50));
+        assert!(!page.contains("site "), "one site: no site line");
+    }
+
     /// The page and the text read the document the Worker builds: with no
     /// override set (every origin `auto`), neither shows an overrides
     /// section; with one set, each mode shows as itself, never as a mode

@@ -72,6 +72,8 @@ pub fn table(doc: &Value) -> StatusTable {
     let now = doc["now_ms"].as_u64();
     let rise = doc["health_rise"].as_u64();
     let overrides = overrides::read(doc);
+    // With several sites (SITES), each origin says whose it is.
+    let several = doc["sites"].as_array().is_some_and(|s| s.len() > 1);
     let rows = origins(doc)
         .iter()
         .map(|origin| {
@@ -80,7 +82,7 @@ pub fn table(doc: &Value) -> StatusTable {
                 .iter()
                 .find(|o| Some(o.origin.as_str()) == name)
                 .map(|o| &o.mode);
-            row(origin, now, rise, mode)
+            row(origin, now, rise, mode, several)
         })
         .collect();
     let about = vec![
@@ -198,6 +200,7 @@ fn row(
     now: Option<u64>,
     rise: Option<u64>,
     mode: Option<&Mode>,
+    several: bool,
 ) -> Vec<Vec<String>> {
     let state = text(&origin["state"]);
     let decided_by = match origin["local"]["decided_by"].as_str() {
@@ -237,8 +240,20 @@ fn row(
         Value::String(e) => failure_in_words(e).to_string(),
         _ => unknown(),
     };
+    // Its site (with several) and its node (when it names one).
+    let mut name_cell = vec![text(&origin["name"])];
+    let whose: Vec<String> = [("site", several), ("node", true)]
+        .into_iter()
+        .filter_map(|(key, shown)| {
+            let value = origin[key].as_str().filter(|_| shown)?;
+            Some(format!("{key} {value}"))
+        })
+        .collect();
+    if !whose.is_empty() {
+        name_cell.push(whose.join(", "));
+    }
     vec![
-        vec![text(&origin["name"])],
+        name_cell,
         state_cell,
         since,
         vec![last_error],
