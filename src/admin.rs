@@ -12,9 +12,12 @@
 use std::rc::Rc;
 
 use failover_core::edge::overrides::api::{
-    access, decide, error_json, AdminPath, Answer, ANSWERED_BY_ADMIN, ANSWERED_BY_HEADER,
+    access, decide, error_json, node_answer, AdminPath, Answer, ANSWERED_BY_ADMIN,
+    ANSWERED_BY_HEADER,
 };
-use failover_core::edge::overrides::request::{origin_index, parse_change, MAX_BODY_BYTES};
+use failover_core::edge::overrides::request::{
+    node_origins, origin_index, parse_change, MAX_BODY_BYTES,
+};
 use failover_core::edge::overrides::wire::SNAPSHOT_HEADER;
 use wasm_bindgen_futures::JsFuture;
 
@@ -82,6 +85,7 @@ async fn unmarked(
         }
         Answer::List => list(env).await,
         Answer::Set(name) => set(req, name, isolate, env, ctx).await,
+        Answer::SetNode(node) => set_node(req, node, isolate, env, ctx).await,
     }
 }
 
@@ -131,6 +135,60 @@ async fn set(
         ctx.wait_until(async move { location::share(&isolate, &snapshot).await });
     }
     json(answer.status, &answer.text)
+}
+
+/// The same change for every origin on `node`, one checker call each, in
+/// priority order (`api::node_answer` says what the client is told). A
+/// call the checker refuses stops there.
+async fn set_node(
+    req: &web_sys::Request,
+    node: &str,
+    isolate: &Rc<Isolate>,
+    env: &Env,
+    ctx: &Context,
+) -> web_sys::Response {
+    if !checker_call::configured(env) {
+        return no_checker();
+    }
+    let names: Vec<String> = match node_origins(&isolate.config, node) {
+        Ok(names) => names.into_iter().map(str::to_string).collect(),
+        Err(bad) => return json(400, &error_json(bad.field, &bad.problem).to_string()),
+    };
+    let Some(body) = read_body(req).await else {
+        let problem = format!("is over {MAX_BODY_BYTES} bytes, or could not be read");
+        return json(400, &error_json("body", &problem).to_string());
+    };
+    if let Err(bad) = parse_change(&body) {
+        return json(400, &error_json(bad.field, &bad.problem).to_string());
+    }
+    let mut answers: Vec<(String, u16, String)> = Vec::with_capacity(names.len());
+    let mut snapshot = None;
+    for name in names {
+        let path = format!("{OVERRIDES_PATH}/{name}");
+        let Ok(answer) =
+            checker_call::call(env, &path, "POST", Some(&body), Some(SNAPSHOT_HEADER)).await
+        else {
+            return unreachable_checker();
+        };
+        let refused = answer.status != 200;
+        if !refused {
+            snapshot = answer.header.or(snapshot);
+        }
+        answers.push((name, answer.status, answer.text));
+        if refused {
+            // The rest are not tried: the answer says which took it.
+            break;
+        }
+    }
+    if let Some(snapshot) = snapshot {
+        // As for one origin: this isolate routes by the newest snapshot
+        // now; the location's copy follows in the background.
+        location::adopt(isolate, &snapshot);
+        let isolate = Rc::clone(isolate);
+        ctx.wait_until(async move { location::share(&isolate, &snapshot).await });
+    }
+    let (status, text) = node_answer(node, &answers);
+    json(status, &text)
 }
 
 fn no_checker() -> web_sys::Response {

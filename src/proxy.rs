@@ -195,6 +195,9 @@ pub async fn proxy(
             } else {
                 Vec::new()
             };
+            // Each verdict reaches the location (colo) and the global
+            // checker, which probes at once (at most every few seconds per
+            // origin from this isolate): the node is left everywhere.
             for origin in std::iter::once(current).chain(mates) {
                 let change =
                     isolate.change_health(|h| h.record_failure(origin, failure, clock::now_ms()));
@@ -202,10 +205,8 @@ pub async fn proxy(
                     isolate.flipped(&change);
                     colo::publish(ctx, isolate, origin);
                 }
+                checker::report_failure(ctx, env, isolate, origin, &url);
             }
-            // Evidence on live traffic: the global checker probes at once
-            // (at most every few seconds per origin from this isolate).
-            checker::report_failure(ctx, env, isolate, current, &url);
         }
         let next = attempts.after_failure(failure);
         log::line(&report::attempt_failed(

@@ -10,7 +10,7 @@ const TOKEN = "status-token-of-the-sites-test";
 
 // Three services on two nodes, "home" and "vps": a site, a git forge (its
 // own steering) and a dashboard (affinity on) under a wildcard.
-async function threeSites() {
+async function threeSites(extra = {}, options = {}) {
   const names = ["www-home", "www-vps", "git-home", "git-vps", "dash-home", "dash-vps"];
   const o = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await startOrigin(n)])));
   const origin = (name) => ({ name, url: o[name].url, health_path: "/health", node: name.split("-")[1] });
@@ -19,7 +19,7 @@ async function threeSites() {
     { name: "git", hosts: ["git.example.com"], steering: "weighted", origins: [origin("git-home"), origin("git-vps")] },
     { name: "dash", hosts: ["*.dash.example.com"], affinity: "cookie", origins: [origin("dash-home"), origin("dash-vps")] },
   ];
-  const worker = await startWorker({ SITES: JSON.stringify(sites), COLO_HEALTH: "off", HEALTH_INTERVAL_MS: "60000", STATUS_TOKEN: TOKEN });
+  const worker = await startWorker({ SITES: JSON.stringify(sites), COLO_HEALTH: "off", HEALTH_INTERVAL_MS: "60000", STATUS_TOKEN: TOKEN, ...extra }, options);
   const get = (url, init = {}) => worker.mf.dispatchFetch(url, { redirect: "manual", ...init });
   return {
     o,
@@ -178,5 +178,40 @@ test("a host claimed by two sites is a configuration error naming the path, not 
   } finally {
     await worker.dispose();
     await a.stop();
+  }
+});
+
+test("one call takes a whole node out of every site, and says what it set", async () => {
+  const ADMIN = "admin-token-of-the-sites-test";
+  const { o, get, close } = await threeSites({ ADMIN_TOKEN: ADMIN, HEALTH_INTERVAL_MS: "1000" }, { durableObjects: { HEALTH_CHECKER: "HealthChecker" } });
+  try {
+    const set = (node, body) =>
+      get(`http://www.example.com/__failover/status/nodes/${node}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const unknown = await set("attic", { mode: "disable" });
+    assert.equal(unknown.status, 400);
+    assert.match((await unknown.json()).error, /^node: no origin is on node "attic"; expected one of home, vps/);
+    const res = await set("home", { mode: "disable", ttl_s: 600 });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("x-tunnel-failover"), "admin");
+    const doc = await res.json();
+    assert.equal(doc.node, "home");
+    assert.deepEqual(Object.keys(doc.origins).sort(), ["dash-home", "git-home", "www-home"]);
+    assert.ok(Object.values(doc.origins).every((x) => x.mode === "disable"));
+    for (const [url, vps] of [
+      ["http://www.example.com/after", "www-vps"],
+      ["http://git.example.com/after", "git-vps"],
+      ["http://grafana.dash.example.com/after", "dash-vps"],
+    ]) {
+      const r = await get(url);
+      assert.equal(r.headers.get("x-served-by"), vps, url);
+      await r.arrayBuffer();
+    }
+    assert.equal(o["www-home"].hits("/after") + o["git-home"].hits("/after") + o["dash-home"].hits("/after"), 0);
+  } finally {
+    await close();
   }
 });

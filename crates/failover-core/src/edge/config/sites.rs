@@ -299,6 +299,23 @@ mod tests {
     }
 
     #[test]
+    fn a_node_names_its_origins_in_every_site() {
+        use crate::edge::overrides::request::node_origins;
+        let c = parse(&[("SITES", THREE)]).expect("valid");
+        assert_eq!(
+            node_origins(&c, "home").expect("known"),
+            ["www-home", "git-home", "dash-home"]
+        );
+        let e = node_origins(&c, "attic").expect_err("unknown");
+        assert_eq!(e.field, "node");
+        assert!(
+            e.problem.contains("expected one of home, vps"),
+            "{}",
+            e.problem
+        );
+    }
+
+    #[test]
     fn origins_is_one_site_for_every_host() {
         let c = parse(&[(
             "ORIGINS",

@@ -7,6 +7,9 @@
 //!   and only when it is configured (otherwise 404, as for any unknown
 //!   path under `{STATUS_PATH}/`: the Worker answers those itself, never an
 //!   origin).
+//! - `POST {STATUS_PATH}/nodes/{node}`: the same change for every origin
+//!   whose `node` it is, in every site, in one call (a node's drain before
+//!   its maintenance); the same rules as for one origin.
 //!
 //! `set_at` and `expires_at` are RFC 3339 for a person, with `_ms` twins
 //! for a program. `in_effect` says whether every isolate, everywhere, has
@@ -33,6 +36,8 @@ pub enum AdminPath<'a> {
     List,
     /// `origins/{name}`: one origin (the name as written, unchecked).
     Origin(&'a str),
+    /// `nodes/{node}`: every origin on a node (the name unchecked).
+    Node(&'a str),
     /// Anything else: 404.
     Unknown,
 }
@@ -40,12 +45,16 @@ pub enum AdminPath<'a> {
 impl<'a> AdminPath<'a> {
     /// Which path `subpath` (after `{STATUS_PATH}/`, no query) is.
     pub fn of(subpath: &'a str) -> AdminPath<'a> {
+        let one = |rest: &'a str| {
+            rest.strip_prefix('/')
+                .filter(|n| !n.is_empty() && !n.contains('/'))
+        };
+        if let Some(rest) = subpath.strip_prefix("nodes") {
+            return one(rest).map_or(AdminPath::Unknown, AdminPath::Node);
+        }
         match subpath.strip_prefix("origins") {
             Some("") => AdminPath::List,
-            Some(rest) => match rest.strip_prefix('/') {
-                Some(name) if !name.contains('/') => AdminPath::Origin(name),
-                _ => AdminPath::Unknown,
-            },
+            Some(rest) => one(rest).map_or(AdminPath::Unknown, AdminPath::Origin),
             None => AdminPath::Unknown,
         }
     }
@@ -105,6 +114,8 @@ pub enum Answer<'a> {
     List,
     /// Set this origin's override (the name still to be checked).
     Set(&'a str),
+    /// Set the override of every origin on this node (still to be checked).
+    SetNode(&'a str),
 }
 
 /// The decision, in this order: an unknown path (or `POST` with no
@@ -122,10 +133,15 @@ pub fn decide<'a>(
         }
         AdminPath::List if access == Access::Refused => Answer::Unauthorized,
         AdminPath::List => Answer::List,
-        AdminPath::Origin(_) if !admin_configured => Answer::NotFound,
-        AdminPath::Origin(_) if method != "POST" => Answer::MethodNotAllowed("POST"),
-        AdminPath::Origin(_) if access != Access::Write => Answer::Unauthorized,
+        AdminPath::Origin(_) | AdminPath::Node(_) if !admin_configured => Answer::NotFound,
+        AdminPath::Origin(_) | AdminPath::Node(_) if method != "POST" => {
+            Answer::MethodNotAllowed("POST")
+        }
+        AdminPath::Origin(_) | AdminPath::Node(_) if access != Access::Write => {
+            Answer::Unauthorized
+        }
         AdminPath::Origin(name) => Answer::Set(name),
+        AdminPath::Node(node) => Answer::SetNode(node),
     }
 }
 
@@ -215,6 +231,30 @@ pub fn stored_json(name: &str, o: &Override, now_ms: u64, config: &WorkerConfig)
     out
 }
 
+/// The answer to `POST {STATUS_PATH}/nodes/{node}` from the checker's
+/// answers for the node's origins, in order (name, status, body), the
+/// last of them a refusal if the change stopped there: 200 and
+/// `{"node", "in_effect", "origins": {"<name>": <stored override>}}`,
+/// `in_effect` once every one is; or the refusal's status and
+/// `{"error", "field": "node", "set": [<names that took it>]}`.
+pub fn node_answer(node: &str, answers: &[(String, u16, String)]) -> (u16, String) {
+    let mut stored = Map::new();
+    let mut in_effect = true;
+    for (name, status, text) in answers {
+        if *status != 200 {
+            let problem = format!("{name}: the checker refused the change (HTTP {status})");
+            let mut refused = error_json("node", &problem);
+            refused["set"] = json!(stored.keys().collect::<Vec<_>>());
+            return (*status, refused.to_string());
+        }
+        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        in_effect &= value["in_effect"] == true;
+        stored.insert(name.clone(), value);
+    }
+    let doc = json!({ "node": node, "in_effect": in_effect, "origins": stored });
+    (200, doc.to_string())
+}
+
 /// `{"error": "<field>: <problem>", "field": "<field>"}`: the body of a 400.
 pub fn error_json(field: &str, problem: &str) -> Value {
     json!({ "error": format!("{field}: {problem}"), "field": field })
@@ -223,6 +263,53 @@ pub fn error_json(field: &str, problem: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_is_one_call_for_its_origins() {
+        assert_eq!(AdminPath::of("nodes/home"), AdminPath::Node("home"));
+        for odd in ["nodes", "nodes/", "nodes/a/b", "nodesx/home", "node/home"] {
+            assert_eq!(AdminPath::of(odd), AdminPath::Unknown, "{odd}");
+        }
+        let node = AdminPath::Node("home");
+        assert_eq!(
+            decide(node, "POST", Access::Write, true),
+            Answer::SetNode("home")
+        );
+        assert_eq!(
+            decide(node, "POST", Access::Read, true),
+            Answer::Unauthorized
+        );
+        assert_eq!(
+            decide(node, "GET", Access::Write, true),
+            Answer::MethodNotAllowed("POST")
+        );
+        assert_eq!(decide(node, "POST", Access::Write, false), Answer::NotFound);
+    }
+
+    #[test]
+    fn a_nodes_answer_says_what_took_it() {
+        let ok = |in_effect: bool| format!(r#"{{"mode":"drain","in_effect":{in_effect}}}"#);
+        let (status, text) = node_answer(
+            "home",
+            &[("a".into(), 200, ok(true)), ("b".into(), 200, ok(false))],
+        );
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(doc["node"], "home");
+        assert_eq!(doc["in_effect"], false, "b is not yet");
+        assert_eq!(doc["origins"]["a"]["mode"], "drain");
+        let (status, text) = node_answer(
+            "home",
+            &[("a".into(), 200, ok(true)), ("b".into(), 409, "{}".into())],
+        );
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(status, 409);
+        assert_eq!(doc["set"], json!(["a"]));
+        assert!(doc["error"]
+            .as_str()
+            .unwrap()
+            .contains("b: the checker refused"));
+    }
 
     #[test]
     fn paths() {

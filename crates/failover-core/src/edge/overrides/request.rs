@@ -98,6 +98,37 @@ pub fn origin_index(config: &WorkerConfig, name: &str) -> Result<usize, BadInput
         })
 }
 
+/// The names of the origins on `node`, in every site, in priority order;
+/// why not, when no origin names that node.
+pub fn node_origins<'c>(config: &'c WorkerConfig, node: &str) -> Result<Vec<&'c str>, BadInput> {
+    let on: Vec<&str> = config
+        .origins
+        .iter()
+        .filter(|o| o.node.as_deref() == Some(node))
+        .map(|o| o.name.as_str())
+        .collect();
+    if !on.is_empty() {
+        return Ok(on);
+    }
+    let mut known: Vec<&str> = config
+        .origins
+        .iter()
+        .filter_map(|o| o.node.as_deref())
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    let shown: String = node.chars().take(64).collect();
+    let expected = if known.is_empty() {
+        "no origin names a node (give origins a `node`)".to_string()
+    } else {
+        format!("expected one of {}", known.join(", "))
+    };
+    Err(bad(
+        "node",
+        format!("no origin is on node {shown:?}; {expected}"),
+    ))
+}
+
 /// Parses a change from the request body's text (at most
 /// [`MAX_BODY_BYTES`]: the shell refuses a longer one before reading it).
 pub fn parse_change(body: &str) -> Result<Change, BadInput> {
