@@ -136,11 +136,12 @@ status:
 	@$(if $(URL),,$(error URL is missing: e.g. make status URL=https://www.example.com))
 	@node scripts/status.mjs '$(URL)' $(ARGS)
 
-## origin: move traffic at runtime: make origin URL=https://www.example.com NAME=home MODE=drain|disable|force-up|auto [FOR=30m] [DRAIN=5m]; without NAME, list (token from ADMIN_TOKEN or ADMIN_TOKEN_FILE)
+## origin: move traffic at runtime: make origin URL=https://www.example.com NAME=home MODE=drain|disable|force-up|auto [FOR=30m] [DRAIN=5m]; NODE=home instead of NAME: every origin on that node; without either, list (token from ADMIN_TOKEN or ADMIN_TOKEN_FILE)
 origin:
 	@$(if $(URL),,$(error URL is missing: e.g. make origin URL=https://www.example.com NAME=home MODE=drain))
-	@$(if $(NAME),$(if $(MODE),,$(error MODE is missing: drain, disable, force-up or auto)))
-	@node scripts/origin.mjs '$(URL)' $(if $(NAME),'$(NAME)' '$(MODE)') $(if $(FOR),--for '$(FOR)') $(if $(DRAIN),--drain '$(DRAIN)') $(ARGS)
+	@$(if $(and $(NAME),$(NODE)),$(error NAME and NODE are both set: give one))
+	@$(if $(NAME)$(NODE),$(if $(MODE),,$(error MODE is missing: drain, disable, force-up or auto)))
+	@node scripts/origin.mjs '$(URL)' $(if $(NAME),'$(NAME)' '$(MODE)') $(if $(NODE),'$(NODE)' '$(MODE)' --node) $(if $(FOR),--for '$(FOR)') $(if $(DRAIN),--drain '$(DRAIN)') $(ARGS)
 
 ## help: this list
 help:

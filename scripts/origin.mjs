@@ -108,9 +108,10 @@ export function tokenFromFile(file) {
   return token;
 }
 
-export const USAGE = `usage: node scripts/origin.mjs URL [NAME MODE [--for DURATION] [--drain DURATION]] [--token-file FILE]
+export const USAGE = `usage: node scripts/origin.mjs URL [NAME MODE [--node] [--for DURATION] [--drain DURATION]] [--token-file FILE]
   URL     the site, e.g. https://www.example.com (or its status URL)
-  NAME    an origin's name from ORIGINS; without NAME MODE: list every origin's override
+  NAME    an origin's name from ORIGINS or SITES; without NAME MODE: list every origin's override
+  --node  NAME is a node: the change goes to every origin whose node it is, in every site
   MODE    drain    no new requests; those pinned to it (AFFINITY) for --drain, then none
           disable  used only when every other origin is down
           force-up served regardless of health
@@ -125,6 +126,7 @@ export function parseArgs(argv, env) {
   let forText;
   let drainText;
   let tokenFile = env.ADMIN_TOKEN_FILE;
+  let node = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = (name) => {
@@ -133,6 +135,7 @@ export function parseArgs(argv, env) {
       return argv[++i];
     };
     if (arg === "-h" || arg === "--help") return { help: true };
+    else if (arg === "--node") node = true;
     else if (arg === "--for" || arg.startsWith("--for=")) forText = value("--for");
     else if (arg === "--drain" || arg.startsWith("--drain=")) drainText = value("--drain");
     else if (arg === "--token-file" || arg.startsWith("--token-file=")) tokenFile = value("--token-file");
@@ -153,18 +156,19 @@ export function parseArgs(argv, env) {
   if (!token && listing) token = env.STATUS_TOKEN?.trim();
   if (!token) throw new Usage(`no token: set ADMIN_TOKEN or ADMIN_TOKEN_FILE${listing ? " (or STATUS_TOKEN to list)" : ""}`);
   if (listing) {
-    if (forText !== undefined || drainText !== undefined) throw new Usage("--for and --drain go with NAME MODE");
+    if (forText !== undefined || drainText !== undefined || node) throw new Usage("--for, --drain and --node go with NAME MODE");
     return { url: new URL(`${url.pathname.replace(/\/$/, "")}/origins`, url), token };
   }
   const [, name, mode] = positional;
-  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Usage(`${JSON.stringify(name)} is not an origin name (letters, digits, - _ .)`);
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Usage(`${JSON.stringify(name)} is not ${node ? "a node" : "an origin"} name (letters, digits, - _ .)`);
   if (!MODES.includes(mode)) throw new Usage(`unknown MODE ${JSON.stringify(mode)}; expected one of ${MODES.join(", ")}`);
   if (drainText !== undefined && mode !== "drain") throw new Usage("--drain goes with MODE drain");
   if (forText !== undefined && mode === "auto") throw new Usage("--for does not go with MODE auto: auto is what an override returns to");
   const body = { mode };
   if (forText !== undefined) body.ttl_s = seconds(forText, "--for", { min: 1, max: MAX_FOR_S });
   if (drainText !== undefined) body.drain_s = seconds(drainText, "--drain", { min: 0, max: MAX_DRAIN_S });
-  return { url: new URL(`${url.pathname.replace(/\/$/, "")}/origins/${name}`, url), token, body };
+  const under = node ? "nodes" : "origins";
+  return { url: new URL(`${url.pathname.replace(/\/$/, "")}/${under}/${name}`, url), token, body, node };
 }
 
 // What errors print: never the token, never userinfo.
@@ -236,6 +240,12 @@ export function describe(name, o) {
 }
 
 export function render(doc, name) {
+  if (typeof doc.node === "string" && typeof doc.origins === "object" && doc.origins !== null) {
+    // A node's change: each of its origins' overrides.
+    return Object.entries(doc.origins)
+      .map(([n, o]) => describe(n, o))
+      .join("\n");
+  }
   if (name !== undefined) return describe(name, doc);
   if (typeof doc.overrides !== "object" || doc.overrides === null) throw new Error("not the admin API's answer");
   return Object.entries(doc.overrides)

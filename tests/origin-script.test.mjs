@@ -46,6 +46,15 @@ test("arguments: what is sent, and what is refused before anything is sent", () 
   assert.equal(set.token, "s3cret");
   const custom = parseArgs(["https://x.example/ops/status", "vps", "auto"], env);
   assert.equal(custom.url.href, "https://x.example/ops/status/origins/vps");
+  const node = parseArgs(["https://www.example.com", "home", "drain", "--node"], env);
+  assert.equal(node.url.href, "https://www.example.com/__failover/status/nodes/home");
+  assert.deepEqual(node.body, { mode: "drain" });
+  assert.throws(() => parseArgs(["https://x.example", "--node"], env), /--node go with NAME MODE/);
+  assert.throws(() => parseArgs(["https://x.example", "a/b", "drain", "--node"], env), /is not a node name/);
+  assert.equal(
+    render({ node: "home", in_effect: false, origins: { "www-home": { mode: "disable", set_at: "t", in_effect: true, drain_s: 0 } } }, "ignored"),
+    "www-home: disable since t, until changed, in effect",
+  );
   const list = parseArgs(["https://x.example"], { STATUS_TOKEN: "r" });
   assert.equal(list.url.href, "https://x.example/__failover/status/origins");
   assert.equal(list.body, undefined);
