@@ -45,10 +45,7 @@ pub enum AdminPath<'a> {
 impl<'a> AdminPath<'a> {
     /// Which path `subpath` (after `{STATUS_PATH}/`, no query) is.
     pub fn of(subpath: &'a str) -> AdminPath<'a> {
-        let one = |rest: &'a str| {
-            rest.strip_prefix('/')
-                .filter(|n| !n.is_empty() && !n.contains('/'))
-        };
+        let one = |rest: &'a str| rest.strip_prefix('/').filter(|n| !n.contains('/'));
         if let Some(rest) = subpath.strip_prefix("nodes") {
             return one(rest).map_or(AdminPath::Unknown, AdminPath::Node);
         }
@@ -205,7 +202,7 @@ pub fn override_json(o: Option<&Override>, now_ms: u64, spread: Duration) -> Val
 }
 
 /// `{"overrides": {"<name>": {...}}}`: every configured origin, by name, in
-/// priority order.
+/// priority order, with its `node` when it names one.
 pub fn document(config: &WorkerConfig, overrides: &Overrides, now_ms: u64) -> Value {
     json!({ "overrides": by_name(config, overrides, now_ms) })
 }
@@ -215,10 +212,13 @@ pub fn by_name(config: &WorkerConfig, overrides: &Overrides, now_ms: u64) -> Val
     let spread = propagation(Duration::from_millis(config.health_interval_ms));
     let mut map = Map::new();
     for (i, origin) in config.origins.iter().enumerate() {
-        map.insert(
-            origin.name.clone(),
-            override_json(overrides.get(i), now_ms, spread),
-        );
+        let mut entry = override_json(overrides.get(i), now_ms, spread);
+        // Its node, when it names one: the agent's `[worker] node` drain
+        // reads which origins are its node's from here.
+        if let Some(node) = &origin.node {
+            entry["node"] = json!(node);
+        }
+        map.insert(origin.name.clone(), entry);
     }
     Value::Object(map)
 }
@@ -267,7 +267,12 @@ mod tests {
     #[test]
     fn a_node_is_one_call_for_its_origins() {
         assert_eq!(AdminPath::of("nodes/home"), AdminPath::Node("home"));
-        for odd in ["nodes", "nodes/", "nodes/a/b", "nodesx/home", "node/home"] {
+        assert_eq!(
+            AdminPath::of("nodes/"),
+            AdminPath::Node(""),
+            "a 400 names it"
+        );
+        for odd in ["nodes", "nodes/a/b", "nodesx/home", "node/home"] {
             assert_eq!(AdminPath::of(odd), AdminPath::Unknown, "{odd}");
         }
         let node = AdminPath::Node("home");
