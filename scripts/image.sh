@@ -24,16 +24,26 @@ command -v docker >/dev/null || fail "the docker CLI is missing (Debian: apt-get
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
   fail "no Docker daemon answers${DOCKER_HOST:+ at $DOCKER_HOST}: start dockerd (or set DOCKER_HOST)"
 
+# Docker's name for the architecture: the Dockerfile's TARGETARCH.
+case $ARCH in
+x86_64) PLATFORM_ARCH=amd64 ;;
+aarch64) PLATFORM_ARCH=arm64 ;;
+*) fail "unknown architecture '$ARCH'; usage: scripts/image.sh [x86_64|aarch64]" ;;
+esac
+
 DIST_BUILD_ONLY=1 bash "$ROOT/scripts/dist.sh" "$ARCH"
 pkgid=$(cd "$ROOT" && cargo pkgid --offline -p failover-agent 2>/dev/null || cargo pkgid -p failover-agent)
 VERSION=${pkgid##*[#@]}
 
-rm -rf "$CONTEXT" && mkdir -p "$CONTEXT/state"
-cp "$TARGET_DIR/$ARCH-unknown-linux-musl/release/failover-agent" "$CONTEXT/"
+rm -rf "$CONTEXT" && mkdir -p "$CONTEXT/state" "$CONTEXT/bin/$PLATFORM_ARCH"
+cp "$TARGET_DIR/$ARCH-unknown-linux-musl/release/failover-agent" "$CONTEXT/bin/$PLATFORM_ARCH/"
 cp "$ROOT/packaging/docker/Dockerfile" "$CONTEXT/"
 # The legacy builder: BuildKit (buildx) is a separate package on Debian,
-# and a FROM scratch image needs nothing it adds.
-DOCKER_BUILDKIT=0 docker build -q -t "failover-agent:$VERSION" -t failover-agent:latest "$CONTEXT" >/dev/null
+# and a FROM scratch image needs nothing it adds. It does not set
+# TARGETARCH itself.
+DOCKER_BUILDKIT=0 docker build -q --platform "linux/$PLATFORM_ARCH" \
+  --build-arg "TARGETARCH=$PLATFORM_ARCH" \
+  -t "failover-agent:$VERSION" -t failover-agent:latest "$CONTEXT" >/dev/null
 size=$(docker image inspect -f '{{.Size}}' "failover-agent:$VERSION")
 printf 'failover-agent:%s (and :latest): %s bytes (%s KiB)\n' "$VERSION" "$size" "$((size / 1024))"
 [ "$size" -lt $((10 * 1024 * 1024)) ] || fail "the image is over 10 MiB"

@@ -69,6 +69,45 @@ test("ci runs make test with a cargo cache; release builds and attaches every re
   assert.match(readFileSync(path.join(root, "Makefile"), "utf8"), /changelog\.sh notes .*>target\/release-notes\.md/);
 });
 
+// A workflow's jobs by name, each its own lines (indented 4 or more).
+function jobsOf(text) {
+  const jobs = {};
+  let name = null;
+  for (const line of (text.split(/^jobs:\n/m)[1] ?? "").split("\n")) {
+    const job = line.match(/^ {2}([\w-]+):\s*$/);
+    if (job) jobs[(name = job[1])] = "";
+    else if (name && /^ {4}/.test(line)) jobs[name] += line + "\n";
+  }
+  return jobs;
+}
+
+test("release pushes the agent's image for both architectures, built from the release's binaries by a job that builds no code", () => {
+  const jobs = jobsOf(workflows["release.yml"]);
+  const image = jobs.image;
+  assert.ok(image, "release.yml has no image job");
+  assert.match(image, /^ {4}needs: build$/m);
+  assert.match(image, /docker buildx build --platform linux\/amd64,linux\/arm64 /);
+  assert.match(image, /"dist\/failover-agent-\$version-\$\{pair%%:\*\}-linux-musl"/);
+  assert.match(image, /sha256sum --quiet -c SHA256SUMS/);
+  assert.match(image, /image=ghcr\.io\//);
+  assert.match(image, / --push /);
+  // The token that may push never meets cargo, npm or their build scripts.
+  assert.doesNotMatch(image, /\b(make|cargo|rustup|npm|npx|node)\b/);
+  for (const [file, text] of Object.entries(workflows)) {
+    for (const [name, job] of Object.entries(jobsOf(text))) {
+      if (file === "release.yml" && name === "image") assert.match(job, /^ {6}packages: write # /m);
+      else assert.doesNotMatch(job, /packages: write/, `${file}: job ${name} may write packages`);
+    }
+  }
+  // A release names an image only once it is pushed.
+  assert.match(jobs.publish, /^ {4}needs: \[build, image\]$/m);
+  // The Dockerfile takes the binary of the platform being built, the
+  // context the image job stages.
+  const dockerfile = readFileSync(path.join(root, "packaging/docker/Dockerfile"), "utf8");
+  assert.match(dockerfile, /^ARG TARGETARCH\nCOPY bin\/\$\{TARGETARCH\}\/failover-agent \/usr\/bin\/failover-agent$/m);
+  assert.match(image, /"\$context\/bin\/\$\{pair#\*:\}\/failover-agent"/);
+});
+
 test("Dependabot watches cargo, npm and the actions", () => {
   const text = readFileSync(path.join(root, ".github/dependabot.yml"), "utf8");
   assert.match(text, /^version: 2$/m);

@@ -14,11 +14,10 @@
 
 mod support;
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use support::{eventually, free_port, http, ready, write_token, Proc, Scratch, AGENT, FAKE, TOKEN};
+use support::docker_node::{said, Node};
+use support::{free_port, ready};
 
 struct Daemon {
     host: String,
@@ -83,157 +82,6 @@ impl Daemon {
             .output()
             .expect("the restart command runs");
         assert!(out.status.success(), "dockerd restart: {}", said(&out));
-    }
-}
-
-fn said(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// One agent node, tunnel per node, fast clocks, its connector a container.
-struct Node {
-    dir: Scratch,
-    container: String,
-    agent_port: u16,
-    connector_port: u16,
-    app_port: u16,
-    edge_port: u16,
-    app: Option<Proc>,
-    _edge: Proc,
-}
-
-impl Node {
-    fn new(name: &str) -> Node {
-        let dir = Scratch::new(name);
-        let (agent_port, connector_port, app_port, edge_port) =
-            (free_port(), free_port(), free_port(), free_port());
-        let edge = support::egress_server(edge_port, &dir.path("edge.log"));
-        let mut node = Node {
-            container: format!("failover-test-{name}-{}", std::process::id()),
-            dir,
-            agent_port,
-            connector_port,
-            app_port,
-            edge_port,
-            app: None,
-            _edge: edge,
-        };
-        node.app_up();
-        node
-    }
-
-    /// The app: an HTTP server answering 200 (the fake connector again).
-    fn app_up(&mut self) {
-        let child = Command::new(FAKE)
-            .args(["--listen", &format!("127.0.0.1:{}", self.app_port)])
-            .args(["--id", "app"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("app");
-        self.app = Some(Proc(child));
-        assert!(eventually(10, || http(
-            "GET",
-            self.app_port,
-            "/health",
-            None
-        )
-        .is_some()));
-    }
-
-    fn app_down(&mut self) {
-        self.app = None;
-    }
-
-    fn flag(&self) -> PathBuf {
-        self.dir.path("maintenance")
-    }
-
-    fn write_config(&self, docker_host: &str, container: &str) -> PathBuf {
-        let token = self.dir.path("token");
-        write_token(&token, TOKEN);
-        let text = format!(
-            r#"topology = "tunnel-per-node"
-listen = "127.0.0.1:{agent}"
-token_file = "{token}"
-maintenance_flag = "{flag}"
-state_dir = "{state}"
-poll_interval = "1s"
-failback_interval = "1s"
-probe_timeout = "750ms"
-
-[connector]
-ready_url = "http://127.0.0.1:{conn}/ready"
-control = "docker"
-container = "{container}"
-docker_host = "{docker_host}"
-command_timeout = "5s"
-
-[app]
-health_url = "http://127.0.0.1:{app}/health"
-fall = 1
-rise = 1
-
-[egress]
-url = "http://127.0.0.1:{edge}/cdn-cgi/trace"
-"#,
-            agent = self.agent_port,
-            token = token.display(),
-            flag = self.flag().display(),
-            state = self.dir.0.display(),
-            conn = self.connector_port,
-            app = self.app_port,
-            edge = self.edge_port,
-        );
-        let path = self.dir.path("config.toml");
-        std::fs::write(&path, text).expect("config");
-        path
-    }
-
-    fn start_agent(&self, config: &Path) -> Proc {
-        let log = File::create(self.dir.path("agent.log")).expect("log file");
-        let child = Command::new(AGENT)
-            .args(["--config", &config.to_string_lossy(), "run"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("agent");
-        assert!(
-            eventually(10, || http("GET", self.agent_port, "/health", None)
-                .is_some()),
-            "the agent answers /health\n{}",
-            self.log()
-        );
-        Proc(child)
-    }
-
-    fn check_config(&self, config: &Path) -> Output {
-        Command::new(AGENT)
-            .args([
-                "--config",
-                &config.to_string_lossy(),
-                "check-config",
-                "--no-probe",
-            ])
-            .output()
-            .expect("check-config runs")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path("agent.log")).unwrap_or_default()
-    }
-
-    fn expect(&self, secs: u64, what: &str, condition: impl FnMut() -> bool) {
-        if !eventually(secs, condition) {
-            panic!(
-                "not within {secs} s: {what}\n----- agent -----\n{}",
-                self.log()
-            );
-        }
     }
 }
 

@@ -122,7 +122,13 @@ impl Docker {
                     ));
                     return Ok(());
                 }
-                Ok(_) if !left.is_zero() => {
+                Ok(i) if !left.is_zero() => {
+                    log::info(&format!(
+                        "container {:?} is {} (looked again after the lost answer): stopping it \
+                         again",
+                        self.name,
+                        i.status.as_str()
+                    ));
                     match self.engine.stop(&self.name, self.grace_secs(), left).await {
                         Ok(_) => return Ok(()),
                         Err(ControlError::EngineUnreachable { .. }) => {}

@@ -6,6 +6,7 @@
 // Test support: a failed expect here is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod docker_node;
 pub mod in_process;
 
 use std::fs::File;
