@@ -26,7 +26,7 @@ use crate::client::Outbound;
 use crate::config::format_ms as duration_text;
 use crate::log;
 use crate::state::Shared;
-use crate::worker::{Admin, Mode, DRAINED_MARKER};
+use crate::worker::{Admin, Mode, Target, DRAINED_MARKER};
 
 /// Between two looks during the wait.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
@@ -49,9 +49,9 @@ fn marker(shared: &Shared) -> PathBuf {
     shared.config.state_dir.join(DRAINED_MARKER)
 }
 
-fn admin(shared: &Shared) -> Option<(Admin<'_>, &str)> {
+fn admin(shared: &Shared) -> Option<(Admin<'_>, Target)> {
     let settings = shared.config.worker.as_ref()?;
-    let origin = settings.origin.as_deref()?;
+    let origin = settings.target()?;
     let token = shared.worker_token.as_ref()?;
     Some((
         Admin {
@@ -75,18 +75,18 @@ pub(crate) async fn before_stop(shared: &Shared) -> Drained {
     let ttl = settings.maintenance_ttl_s();
     let drain_s = settings.drain_ms.div_ceil(1000);
     if let Err(e) = admin
-        .set(origin, Mode::Drain, Some(ttl), Some(drain_s))
+        .set_target(&origin, Mode::Drain, Some(ttl), Some(drain_s))
         .await
     {
         log::warn(&format!(
-            "cannot drain origin {origin} at the Worker ({e}): stopping the local connector \
+            "cannot drain {origin} at the Worker ({e}): stopping the local connector \
              now; the Worker sends what reaches the stopped tunnel elsewhere"
         ));
         return Drained::Stop;
     }
     set_drained(shared, true);
     log::notice(&format!(
-        "origin {origin} set to drain at the Worker (pinned requests for {}): stopping the \
+        "{origin} set to drain at the Worker (pinned requests for {}): stopping the \
          local connector once nothing is in flight for {}, at most {} from now",
         duration_text(settings.drain_ms),
         duration_text(settings.quiet_for_ms),
@@ -100,13 +100,13 @@ pub(crate) async fn before_stop(shared: &Shared) -> Drained {
     loop {
         shared.alive();
         let flag = shared.maintenance_flag.is_set();
-        let in_effect = admin.drain_in_effect(origin).await.ok();
+        let in_effect = admin.drain_in_effect(&origin).await.ok();
         let requests = requests_in_flight(shared).await;
         match wait.observe(shared.now_ms(), flag, in_effect, requests) {
             Look::Wait => tokio::time::sleep(LOOK_EVERY).await,
             Look::Stop(Stopping::Quiet) => {
                 log::info(&format!(
-                    "origin {origin} drained at the Worker, no request in flight for {}: \
+                    "{origin} drained at the Worker, no request in flight for {}: \
                      stopping the local connector",
                     duration_text(settings.quiet_for_ms)
                 ));
@@ -114,7 +114,7 @@ pub(crate) async fn before_stop(shared: &Shared) -> Drained {
             }
             Look::Stop(Stopping::TimedOut) => {
                 log::warn(&format!(
-                    "origin {origin} not drained within drain_timeout ({}; the Worker reports \
+                    "{origin} not drained within drain_timeout ({}; the Worker reports \
                      the drain {}, cloudflared has {} in flight): stopping the local connector \
                      anyway (cloudflared lets what is in flight finish)",
                     duration_text(settings.drain_timeout_ms),
@@ -132,7 +132,7 @@ pub(crate) async fn before_stop(shared: &Shared) -> Drained {
             Look::Cancel => {
                 log::notice(&format!(
                     "maintenance flag removed during the drain: the local connector keeps \
-                     serving; giving origin {origin} back to health at the Worker"
+                     serving; giving {origin} back to health at the Worker"
                 ));
                 // The machine hears of the removal now: the rest of this
                 // turn would otherwise see the connector running under the
@@ -156,17 +156,17 @@ pub(crate) async fn resume(shared: &Shared) {
     let Some((admin, origin)) = admin(shared) else {
         return;
     };
-    match admin.set(origin, Mode::Auto, None, None).await {
+    match admin.set_target(&origin, Mode::Auto, None, None).await {
         Ok(_) => {
             set_drained(shared, false);
             shared.edge().resume_failing = false;
             log::info(&format!(
-                "origin {origin} given back to health at the Worker (auto)"
+                "{origin} given back to health at the Worker (auto)"
             ));
         }
         Err(e) => {
             let line = format!(
-                "cannot give origin {origin} back to health at the Worker ({e}); trying again \
+                "cannot give {origin} back to health at the Worker ({e}); trying again \
                  at the next poll (the drain ends by itself after its ttl)"
             );
             let first = !std::mem::replace(&mut shared.edge().resume_failing, true);

@@ -52,17 +52,68 @@ pub(crate) struct Settings {
     /// This node's origin in the Worker's `ORIGINS` (tunnel per node):
     /// what the agent drains before a planned stop.
     pub origin: Option<String>,
+    /// Or this node's name in the Worker's origins' `node` (`SITES`):
+    /// every origin on it is drained, in every site, in one call.
+    pub node: Option<String>,
     pub drain_ms: u64,
     pub quiet_for_ms: u64,
     pub drain_timeout_ms: u64,
 }
 
 impl Settings {
+    /// What this node drains at the Worker: its `node` if it names one,
+    /// else its `origin`; None with neither (shared tunnel).
+    pub(crate) fn target(&self) -> Option<Target> {
+        match (&self.node, &self.origin) {
+            (Some(node), _) => Some(Target::Node(node.clone())),
+            (None, Some(origin)) => Some(Target::Origin(origin.clone())),
+            (None, None) => None,
+        }
+    }
+
     /// The override's `ttl_s` for a maintenance drain: it outlives any
     /// wait, and returns the origin to health by itself (an hour at least)
     /// if the agent never comes back to say `auto`.
     pub(crate) fn maintenance_ttl_s(&self) -> u64 {
         (self.drain_timeout_ms / 1000).saturating_mul(2).max(3600)
+    }
+}
+
+/// What a drain at the Worker addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// One origin, by its name (`POST {STATUS_PATH}/origins/{name}`).
+    Origin(String),
+    /// Every origin whose `node` this is (`POST {STATUS_PATH}/nodes/{node}`).
+    Node(String),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Origin(name) => write!(f, "origin {name}"),
+            Target::Node(node) => write!(f, "node {node}"),
+        }
+    }
+}
+
+/// Whether the list of overrides (`GET {STATUS_PATH}/origins`) shows
+/// `target` drained: its override, or every override of its node's
+/// origins (at least one), `drain` and `in_effect`.
+pub(crate) fn drained_in(all: &Value, target: &Target) -> bool {
+    let drained = |o: &Value| o["mode"] == "drain" && o["in_effect"] == true;
+    match target {
+        Target::Origin(name) => drained(&all["overrides"][name]),
+        Target::Node(node) => {
+            let Some(map) = all["overrides"].as_object() else {
+                return false;
+            };
+            let mine: Vec<&Value> = map
+                .values()
+                .filter(|o| o["node"] == node.as_str())
+                .collect();
+            !mine.is_empty() && mine.into_iter().all(drained)
+        }
     }
 }
 
@@ -149,6 +200,19 @@ impl Admin<'_> {
         ttl_s: Option<u64>,
         drain_s: Option<u64>,
     ) -> Result<Value, AdminError> {
+        let target = Target::Origin(name.to_string());
+        self.set_target(&target, mode, ttl_s, drain_s).await
+    }
+
+    /// Sets the override of `target` (an origin, or every origin on a
+    /// node); the Worker's answer.
+    pub(crate) async fn set_target(
+        &self,
+        target: &Target,
+        mode: Mode,
+        ttl_s: Option<u64>,
+        drain_s: Option<u64>,
+    ) -> Result<Value, AdminError> {
         let mut body = json!({ "mode": mode.as_str() });
         if let Some(ttl) = ttl_s {
             body["ttl_s"] = json!(ttl);
@@ -156,7 +220,10 @@ impl Admin<'_> {
         if let Some(drain) = drain_s {
             body["drain_s"] = json!(drain);
         }
-        let path = format!("{}/origins/{name}", self.settings.status_path);
+        let path = match target {
+            Target::Origin(name) => format!("{}/origins/{name}", self.settings.status_path),
+            Target::Node(node) => format!("{}/nodes/{node}", self.settings.status_path),
+        };
         self.exchange("POST", &path, Bytes::from(body.to_string()))
             .await
     }
@@ -167,12 +234,10 @@ impl Admin<'_> {
         self.exchange("GET", &path, Bytes::new()).await
     }
 
-    /// Whether the Worker reports `name` drained: its override is `drain`
-    /// and `in_effect`.
-    pub(crate) async fn drain_in_effect(&self, name: &str) -> Result<bool, AdminError> {
+    /// Whether the Worker reports `target` drained ([`drained_in`]).
+    pub(crate) async fn drain_in_effect(&self, target: &Target) -> Result<bool, AdminError> {
         let all = self.overrides().await?;
-        let this = &all["overrides"][name];
-        Ok(this["mode"] == "drain" && this["in_effect"] == true)
+        Ok(drained_in(&all, target))
     }
 
     async fn exchange(
@@ -238,6 +303,37 @@ fn is_admin_answer(response: &Response) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_is_drained_once_every_origin_on_it_is() {
+        let drain = |node: &str, in_effect: bool| json!({"mode": "drain", "in_effect": in_effect, "node": node});
+        let node = Target::Node("home".into());
+        let all = |a: Value, b: Value| json!({"overrides": {"www-home": a, "git-home": b, "www-vps": {"mode": "auto", "node": "vps"}}});
+        assert!(drained_in(
+            &all(drain("home", true), drain("home", true)),
+            &node
+        ));
+        assert!(!drained_in(
+            &all(drain("home", true), drain("home", false)),
+            &node
+        ));
+        assert!(!drained_in(
+            &all(drain("home", true), json!({"mode": "auto", "node": "home"})),
+            &node
+        ));
+        assert!(
+            !drained_in(&json!({"overrides": {}}), &node),
+            "no origin on it: nothing drained"
+        );
+        assert!(!drained_in(&json!({"overrides": 5}), &node));
+        let origin = Target::Origin("www-home".into());
+        assert!(drained_in(
+            &all(drain("home", true), drain("home", false)),
+            &origin
+        ));
+        assert_eq!(node.to_string(), "node home");
+        assert_eq!(origin.to_string(), "origin www-home");
+    }
 
     #[test]
     fn only_the_workers_own_admin_answer_is_trusted() {

@@ -46,6 +46,26 @@ impl Worker {
             }
             let mut all = o.lock().unwrap();
             let origins = format!("{STATUS}/origins");
+            // SITES: node home serves two sites' origins.
+            if let Some(node) = r.path.strip_prefix(&format!("{STATUS}/nodes/")) {
+                if r.method != "POST" || node != "home" {
+                    return (
+                        400,
+                        json!({"error": "node: no origin is on that node"}).to_string(),
+                    );
+                }
+                let body = r.json();
+                let mut set = serde_json::Map::new();
+                for name in ["www-home", "git-home"] {
+                    let entry = json!({"mode": body["mode"], "in_effect": false, "node": "home"});
+                    all.insert(name.to_string(), entry.clone());
+                    set.insert(name.to_string(), entry);
+                }
+                return (
+                    200,
+                    json!({"node": node, "in_effect": false, "origins": set}).to_string(),
+                );
+            }
             match (r.method.as_str(), r.path.strip_prefix(&origins)) {
                 ("GET", Some("")) => {
                     for v in all.values_mut() {
@@ -560,4 +580,42 @@ async fn a_drain_answered_by_an_app_is_no_drain() {
         ["POST"],
         "asked on after an answer that was not the Worker's"
     );
+}
+
+/// SITES: `node = "home"` drains every origin on the node in one call, waits
+/// until the Worker reports all of them drained, and gives them all back.
+#[tokio::test(start_paused = true)]
+async fn a_node_drains_all_its_origins_in_one_call_and_gives_them_back() {
+    let worker = Worker::start().await;
+    let secrets = Dir::new("node-drain-secrets");
+    let section =
+        worker_section(&worker, &secrets, "").replace("origin = \"home\"", "node = \"home\"");
+    let node = PerNode::start("node-drain", &section).await;
+    node.expect(20, "serving after start-up", |n| n.connector.is_ready())
+        .await;
+    node.agent.maintenance(true);
+    seconds(3).await;
+    let drain = worker.api.requests()[0].clone();
+    assert_eq!(drain.method, "POST");
+    assert_eq!(drain.path, "/__failover/status/nodes/home");
+    assert_eq!(drain.json()["mode"], "drain");
+    node.expect(30, "stopped once both origins are drained and quiet", |n| {
+        !n.connector.is_running()
+    })
+    .await;
+    assert_eq!(worker.mode_of("www-home").as_deref(), Some("drain"));
+    assert_eq!(worker.mode_of("git-home").as_deref(), Some("drain"));
+    node.agent.maintenance(false);
+    node.expect(20, "serving after maintenance", |n| n.connector.is_ready())
+        .await;
+    seconds(3).await;
+    assert_eq!(worker.modes(), ["drain", "auto"]);
+    assert_eq!(worker.mode_of("git-home").as_deref(), Some("auto"));
+    let last = worker
+        .api
+        .requests()
+        .into_iter()
+        .rfind(|r| r.method == "POST")
+        .unwrap();
+    assert_eq!(last.path, "/__failover/status/nodes/home");
 }

@@ -190,6 +190,10 @@ impl Config {
                         "worker.origin",
                         w.origin.as_ref().map_or(Unset, |o| Text(o.clone())),
                     ),
+                    (
+                        "worker.node",
+                        w.node.as_ref().map_or(Unset, |n| Text(n.clone())),
+                    ),
                     ("worker.drain", Duration(w.drain_ms)),
                     ("worker.quiet_for", Duration(w.quiet_for_ms)),
                     ("worker.drain_timeout", Duration(w.drain_timeout_ms)),

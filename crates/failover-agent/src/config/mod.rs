@@ -1039,6 +1039,21 @@ ready_url = "http://127.0.0.1:20241/ready"
                 "means nothing",
             ),
             (
+                format!("{SHARED}[worker]\nurl = \"https://w.example\"\nadmin_token_file = \"/t\"\nnode = \"h\"\n"),
+                "worker.node",
+                "means nothing",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nnode = \"h\""),
+                "worker.node",
+                "both set",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\nnode = \"my node\""),
+                "worker.node",
+                "not a name",
+            ),
+            (
                 worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \"h\"\nstatus_path = \"/\""),
                 "worker.status_path",
                 "STATUS_PATH exactly",

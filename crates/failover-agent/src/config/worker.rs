@@ -19,6 +19,7 @@ const KEYS: &[&str] = &[
     "status_path",
     "admin_token_file",
     "origin",
+    "node",
     "drain",
     "quiet_for",
     "drain_timeout",
@@ -76,22 +77,40 @@ pub(super) fn parse(
         "admin_token_file",
         "a file (mode 0600) holding the Worker's ADMIN_TOKEN secret",
     )?;
-    let origin =
-        match (section.string("origin")?, topology) {
-            (Some(_), Topology::SharedTunnel) => return Err(err(
+    // What the agent drains at the Worker before a planned stop: its one
+    // origin, or (SITES) every origin on its node.
+    let (origin, node) =
+        match (section.string("origin")?, section.string("node")?, topology) {
+            (Some(_), Some(_), _) => return Err(err(
+                "worker.node",
+                "and worker.origin are both set: drain this node's one origin (origin) or every \
+                 origin whose node it is at the Worker (node), not both",
+            )),
+            (Some(_), None, Topology::SharedTunnel) => return Err(err(
                 "worker.origin",
                 "means nothing with topology = \"shared-tunnel\": both nodes serve one origin, \
-                 and draining it would drain the site; remove it",
+             and draining it would drain the site; remove it",
             )),
-            (Some(name), Topology::TunnelPerNode) => {
-                Some(check_name(&name).map_err(|why| err("worker.origin", why))?)
-            }
-            (None, Topology::TunnelPerNode) => return Err(err(
+            (None, Some(_), Topology::SharedTunnel) => return Err(err(
+                "worker.node",
+                "means nothing with topology = \"shared-tunnel\": both nodes serve one origin, \
+             and draining it would drain the site; remove it",
+            )),
+            (Some(name), None, Topology::TunnelPerNode) => (
+                Some(check_name(&name).map_err(|why| err("worker.origin", why))?),
+                None,
+            ),
+            (None, Some(name), Topology::TunnelPerNode) => (
+                None,
+                Some(check_name(&name).map_err(|why| err("worker.node", why))?),
+            ),
+            (None, None, Topology::TunnelPerNode) => return Err(err(
                 "worker.origin",
                 "missing; this node's origin name in the Worker's ORIGINS (the agent drains it \
-                 at the Worker before a planned stop of its connector)",
+             at the Worker before a planned stop of its connector), or worker.node: its node \
+             in the Worker's SITES, to drain every origin on it",
             )),
-            (None, Topology::SharedTunnel) => None,
+            (None, None, Topology::SharedTunnel) => (None, None),
         };
     let drain_ms = section.duration_ms("drain")?.unwrap_or(DEFAULT_DRAIN_MS);
     let quiet_for_ms = section
@@ -114,6 +133,7 @@ pub(super) fn parse(
         status_path,
         admin_token_file,
         origin,
+        node,
         drain_ms,
         quiet_for_ms,
         drain_timeout_ms,
