@@ -145,6 +145,72 @@ fn since(ms: Option<u64>, now_ms: Option<u64>) -> String {
 /// The headline for a status document (`report::status_document`, with
 /// `overrides` when it has them).
 pub fn headline(doc: &Value) -> Headline {
+    let sites = site_headlines(doc);
+    if sites.is_empty() {
+        return one_site(doc);
+    }
+    // Several sites: the worst of them, and which need attention.
+    let rank = |t: Tone| match t {
+        Tone::Healthy => 0,
+        Tone::Degraded => 1,
+        Tone::Unknown => 2,
+        Tone::Failover => 3,
+        Tone::Down => 4,
+    };
+    let worst = sites.iter().map(|(_, h)| h.tone).max_by_key(|t| rank(*t));
+    let attention: Vec<&(String, Headline)> = sites
+        .iter()
+        .filter(|(_, h)| h.tone != Tone::Healthy)
+        .collect();
+    let text = if attention.is_empty() {
+        format!("All {} sites healthy", sites.len())
+    } else {
+        let which: Vec<String> = attention
+            .iter()
+            .map(|(name, h)| format!("{name} ({})", h.tone.as_str()))
+            .collect();
+        format!(
+            "{} of {} sites need attention: {}",
+            attention.len(),
+            sites.len(),
+            which.join(", ")
+        )
+    };
+    Headline {
+        tone: worst.unwrap_or(Tone::Unknown),
+        text,
+        since_ms: attention.iter().filter_map(|(_, h)| h.since_ms).max(),
+    }
+}
+
+/// With several sites (the document's `sites`), each site's own headline,
+/// from its origins and its steering alone, in the document's order;
+/// empty with one site.
+pub fn site_headlines(doc: &Value) -> Vec<(String, Headline)> {
+    let Some(sites) = doc["sites"].as_array().filter(|s| s.len() > 1) else {
+        return Vec::new();
+    };
+    sites
+        .iter()
+        .map(|site| {
+            let name = site["name"].as_str().unwrap_or("?");
+            let mut view = doc.clone();
+            let mine: Vec<Value> = doc["origins"]
+                .as_array()
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .filter(|o| o["site"].as_str() == Some(name))
+                .cloned()
+                .collect();
+            view["origins"] = Value::Array(mine);
+            view["steering"] = site["steering"].clone();
+            (name.to_string(), one_site(&view))
+        })
+        .collect()
+}
+
+/// The headline of one site's origins.
+fn one_site(doc: &Value) -> Headline {
     let now = doc["now_ms"].as_u64();
     let overrides = overrides::read(doc);
     let origins: Vec<Origin<'_>> = doc["origins"]

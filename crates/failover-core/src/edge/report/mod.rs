@@ -598,6 +598,42 @@ mod tests {
         assert!(!page.contains("site "), "one site: no site line");
     }
 
+    /// With several sites the headline is the worst site's, naming the
+    /// sites that need attention, and each site has its own line.
+    #[test]
+    fn several_sites_get_a_headline_each() {
+        let sites = r#"[
+          {"name":"www","hosts":["www.example"],"origins":[
+            {"name":"www-home","url":"https://wh.example"},{"name":"www-vps","url":"https://wv.example"}]},
+          {"name":"git","hosts":["git.example"],"origins":[
+            {"name":"git-home","url":"https://gh.example"}]}
+        ]"#;
+        let c = WorkerConfig::from_vars(|k| (k == "SITES").then(|| sites.to_string())).unwrap();
+        let build = BuildInfo {
+            version: "1",
+            revision: "r",
+        };
+        let mut h = HealthMap::new(3, 2, 1, std::time::Duration::from_secs(1));
+        let all_up = super::status_document(&c, &h, build, 50);
+        assert_eq!(headline::headline(&all_up).text, "All 2 sites healthy");
+        h.record_failure(0, Failure::Refused, 40);
+        h.record_failure(2, Failure::Refused, 45);
+        let doc = super::status_document(&c, &h, build, 50);
+        let top = headline::headline(&doc);
+        assert_eq!(top.tone, headline::Tone::Down);
+        assert_eq!(
+            top.text,
+            "2 of 2 sites need attention: www (failover), git (down)"
+        );
+        let lines = headline::site_headlines(&doc);
+        assert_eq!(lines[0].0, "www");
+        assert!(lines[0].1.text.contains("www-vps"), "{}", lines[0].1.text);
+        assert!(!lines[0].1.text.contains("git"), "{}", lines[0].1.text);
+        let text = text::render(&doc);
+        assert!(text.contains("  git: [DOWN] No origin available"), "{text}");
+        assert!(page::html(&doc).contains("<li class=\"tone-down\"><b>git</b>: "));
+    }
+
     /// The page and the text read the document the Worker builds: with no
     /// override set (every origin `auto`), neither shows an overrides
     /// section; with one set, each mode shows as itself, never as a mode

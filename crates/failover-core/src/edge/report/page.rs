@@ -146,6 +146,19 @@ fn headline(out: &mut String, t: &StatusTable) {
     if let Some(detail) = &t.headline_detail {
         let _ = writeln!(out, "<p class=\"muted\">{}</p>", escape(detail));
     }
+    if !t.sites.is_empty() {
+        out.push_str("<ul class=\"sites\">\n");
+        for (name, h) in &t.sites {
+            let _ = writeln!(
+                out,
+                "<li class=\"tone-{}\"><b>{}</b>: {}</li>",
+                h.tone.as_str(),
+                escape(name),
+                escape(&h.text)
+            );
+        }
+        out.push_str("</ul>\n");
+    }
     // The "as of" line (the last) carries the exact instant, to the ms, in
     // a <time>: every relative time counts back from it.
     let last = t.about.len().saturating_sub(1);

@@ -13,7 +13,7 @@
 use serde_json::Value;
 
 use super::changes::{self, Changes};
-use super::headline::{failure_in_words, headline, Headline};
+use super::headline::{failure_in_words, headline, site_headlines, Headline};
 use super::overrides::{self, Mode};
 use super::when::{ago, duration, unknown, utc};
 
@@ -52,6 +52,8 @@ pub struct StatusTable {
     pub headline: Headline,
     /// Under it: since when exactly, and how long ago.
     pub headline_detail: Option<String>,
+    /// With several sites: each site's own headline, in order.
+    pub sites: Vec<(String, Headline)>,
     /// Version, revision and "as of" lines.
     pub about: Vec<String>,
     /// (what, value): whose view the page is, the steering, the weights,
@@ -110,6 +112,7 @@ pub fn table(doc: &Value) -> StatusTable {
         now_ms: now,
         headline,
         headline_detail,
+        sites: site_headlines(doc),
         about,
         view: view(doc),
         rows,

@@ -52,6 +52,10 @@ fn lines(t: &StatusTable) -> Vec<String> {
     if let Some(detail) = &t.headline_detail {
         out.push(printable(&format!("{}{detail}", " ".repeat(tag.len()))));
     }
+    for (name, h) in &t.sites {
+        let tone = h.tone.as_str().to_ascii_uppercase();
+        out.push(printable(&format!("  {name}: [{tone}] {}", h.text)));
+    }
     out.extend(t.about.iter().map(|l| printable(l)));
     out.push(String::new());
     let view: Vec<(String, &str)> = t
