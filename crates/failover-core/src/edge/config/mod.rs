@@ -7,8 +7,10 @@
 //! plain settings), [`urls`] (an origin's URL), [`access`] (Access service
 //! tokens), [`origins`] (`ORIGINS`, using the two before), [`notify`]
 //! (`NOTIFY`: webhooks whose URLs are secrets), [`fallback`] (`FALLBACK`),
-//! [`site`] (a site: its origins and the policy that routes among them);
-//! this module puts them together into [`WorkerConfig`].
+//! [`site`] (a site: its origins and the policy that routes among them),
+//! [`hosts`] (a site's `hosts` and the table a request's host is looked up
+//! in), [`sites`] (`SITES`, using the three before); this module puts them
+//! together into [`WorkerConfig`].
 
 use crate::edge::affinity::{Affinity, AffinityFailover, AffinityMode};
 use crate::edge::status_path::check as check_status_path;
