@@ -72,12 +72,14 @@ pub fn fast_config(env: &Env) -> Option<js_sys::Object> {
         steering(config, &isolate.tokens())
     };
     let fields: [(&str, JsValue); 10] = [
+        // Whenever some site names its hosts (one site with restricted
+        // hosts too): a host no site claims is the full path's (421).
         (
             "hosts",
-            if several {
-                host_table(config)
-            } else {
+            if config.hosts.is_single() {
                 JsValue::UNDEFINED
+            } else {
+                host_table(config)
             },
         ),
         ("names", strings(&|o| o.name.clone())),

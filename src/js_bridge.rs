@@ -74,6 +74,9 @@ extern "C" {
         access_secret: Option<&str>,
         drop_authorization: bool,
     ) -> web_sys::Headers;
+    /// Resolves to whether a failed attempt's answer is Cloudflare's 530
+    /// with error 1033 (the Tunnel has no connector); never rejects.
+    pub fn no_connector_js(res: &web_sys::Response) -> js_sys::Promise;
     pub fn probe_js(
         url: &str,
         timeout_ms: u32,

@@ -20,6 +20,7 @@ use failover_core::edge::target::{
 };
 use failover_core::secret::carries_any;
 use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
 
 use crate::body::{self, BodyError};
 use crate::forward::{self, Outcome};
@@ -190,7 +191,18 @@ pub async fn proxy(
             // A Tunnel without a connector (530) is its node's: every origin
             // on that node goes down with it, in every site, so no other
             // site's request pays a failed attempt to learn it again.
-            let mates = if failure.against_the_node() {
+            // Only the edge's own page says so (error 1033): an app's 530
+            // passed through a working tunnel must not take its node's
+            // other origins down.
+            let no_connector = match failed_response.as_ref() {
+                Some(res) if failure.against_the_node() => {
+                    JsFuture::from(js_bridge::no_connector_js(res))
+                        .await
+                        .is_ok_and(|v| v.is_truthy())
+                }
+                _ => false,
+            };
+            let mates = if no_connector {
                 config.node_mates(current)
             } else {
                 Vec::new()

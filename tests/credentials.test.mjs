@@ -9,6 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startOrigin } from "./support/origin.mjs";
 import { startWorker, originsVar } from "./support/worker.mjs";
+import { rawRequest } from "./support/raw-http.mjs";
 
 const STATUS = "status-token-of-the-credentials-test";
 const ADMIN = "admin-token-of-the-credentials-test";
@@ -181,4 +182,36 @@ test("with a Rate Limiting binding, the location's count brakes sooner", async (
     },
     { ratelimits },
   );
+});
+
+test("the Worker's own tokens on the wrong endpoint are no guesses: a browser's status credentials never brake", async () => {
+  await withWorker({ STATUS_TOKEN: STATUS, ADMIN_TOKEN: ADMIN }, async ({ worker }) => {
+    // The browser re-sends the page's Basic credentials to the admin API's
+    // folder; a script sends ADMIN_TOKEN as a status page password.
+    for (let i = 0; i < 15; i++) {
+      const admin = await worker.fetch("/__failover/status/origins", { method: "POST", headers: { authorization: basic(`ops:${STATUS}`) }, body: "{}" });
+      assert.notEqual(admin.status, 429, `request ${i}`);
+      await admin.arrayBuffer();
+      const page = await worker.fetch("/__failover/status", { headers: { authorization: basic(`ops:${ADMIN}`), accept: "application/json" } });
+      assert.notEqual(page.status, 429, `request ${i}`);
+      await page.arrayBuffer();
+    }
+    const ok = await worker.fetch("/__failover/status", { headers: { authorization: `Bearer ${STATUS}`, accept: "application/json" } });
+    assert.equal(ok.status, 200);
+  });
+});
+
+test("non-ASCII in Authorization takes the full path, which keeps the Worker's token from the app", async () => {
+  await withWorker({ STATUS_TOKEN: STATUS }, async ({ worker, primary }) => {
+    await (await worker.fetch("/warm")).arrayBuffer();
+    // U+3000 as its UTF-8 bytes, which Rust's trim removes: the header
+    // carries the token. A fetch client refuses the bytes; a socket sends them.
+    for (const path of ["/ideographic-1", "/ideographic-2"]) {
+      const res = await rawRequest(worker.url, { path, headers: [["Authorization", `Bearer ${STATUS}\u3000`]] });
+      assert.equal(res.status, 200, path);
+      const seen = primary.requests.find((r) => r.path === path);
+      assert.ok(seen, path);
+      assert.equal(seen.headers.authorization, undefined, `${path}: the token reached the app`);
+    }
+  });
 });

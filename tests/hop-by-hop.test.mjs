@@ -101,3 +101,30 @@ test("a WebSocket upgrade keeps its Upgrade, and opens", async () => {
     await primary.stop();
   }
 });
+
+test("Connection naming what is no header name, or Cloudflare's client headers, breaks nothing and strips nothing it must not", async () => {
+  const primary = await startOrigin("primary");
+  const replica = await startOrigin("replica");
+  const worker = await startWorker({ ORIGINS: originsVar(primary, replica), COLO_HEALTH: "off" });
+  try {
+    await (await worker.fetch("/warm")).arrayBuffer();
+    const res = await rawRequest(worker.url, {
+      path: "/odd",
+      connection: "a b, (y), foo;bar, \"q\", X-Hop, CF-Connecting-IP, X-Forwarded-For, True-Client-IP",
+      headers: [
+        ["X-Hop", "1"],
+        ["X-Forwarded-For", "203.0.113.7"],
+        ["True-Client-IP", "203.0.113.7"],
+      ],
+    });
+    assert.equal(res.status, 200);
+    const seen = primary.requests.find((r) => r.path === "/odd").headers;
+    assert.equal(seen["x-hop"], undefined);
+    assert.equal(seen["x-forwarded-for"], "203.0.113.7", "the edge's client headers stay");
+    assert.equal(seen["true-client-ip"], "203.0.113.7");
+  } finally {
+    await worker.dispose();
+    await primary.stop();
+    await replica.stop();
+  }
+});

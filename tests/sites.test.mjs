@@ -78,7 +78,9 @@ test("each site keeps its own policy: only the affinity site pins", async () => 
 test("a node whose connector is gone (530) is left by every site after one failed attempt", async () => {
   const { o, get, close } = await threeSites();
   try {
-    for (const name of ["www-home", "git-home", "dash-home"]) o[name].mode = 530;
+    // Cloudflare's answer for a Tunnel without a connector.
+    const noConnector = { status: 530, headers: { "content-type": "text/plain; charset=UTF-8" }, body: "error code: 1033" };
+    for (const name of ["www-home", "git-home", "dash-home"]) o[name].mode = noConnector;
     const www = await get("http://www.example.com/first");
     assert.equal(www.headers.get("x-served-by"), "www-vps");
     assert.equal(www.headers.get("x-failover"), "www-vps");
@@ -99,6 +101,24 @@ test("a node whose connector is gone (530) is left by every site after one faile
     assert.equal(o["dash-home"].hits(), 0, "no attempt at dash-home");
     assert.equal(o["www-home"].requests.filter((r) => r.path === "/first").length, 1, "one failed attempt for node home");
     assert.equal(o["git-vps"].requests.filter((r) => r.method === "POST").length, 5, "no POST twice");
+  } finally {
+    await close();
+  }
+});
+
+test("an app's own 530 (no error 1033 from the edge) is no evidence against its node", async () => {
+  const { o, get, close } = await threeSites();
+  try {
+    // An app that passes an upstream's status through (or answers 530 itself).
+    o["www-home"].pathModes["/status/530"] = 530;
+    const www = await get("http://www.example.com/status/530");
+    await www.arrayBuffer();
+    for (const url of ["http://git.example.com/still", "http://grafana.dash.example.com/still"]) {
+      const res = await get(url);
+      await res.arrayBuffer();
+    }
+    assert.equal(o["dash-home"].hits("/still"), 1, "node home's other origins still serve");
+    assert.equal(o["git-home"].hits("/still") + o["git-vps"].hits("/still"), 1);
   } finally {
     await close();
   }
@@ -213,5 +233,26 @@ test("one call takes a whole node out of every site, and says what it set", asyn
     assert.equal(o["www-home"].hits("/after") + o["git-home"].hits("/after") + o["dash-home"].hits("/after"), 0);
   } finally {
     await close();
+  }
+});
+
+test("one site with its own hosts: a host it does not name is never proxied, on the fast path too", async () => {
+  const a = await startOrigin("a");
+  const sites = [{ name: "www", hosts: ["www.example.com"], origins: [{ name: "a", url: a.url }] }];
+  const worker = await startWorker({ SITES: JSON.stringify(sites), COLO_HEALTH: "off" });
+  try {
+    const get = (url) => worker.mf.dispatchFetch(url, { redirect: "manual" });
+    const ok = await get("http://www.example.com/warm");
+    assert.equal(ok.status, 200);
+    await ok.arrayBuffer();
+    for (const path of ["/a", "/b", "/c"]) {
+      const res = await get(`http://elsewhere.example.org${path}`);
+      assert.equal(res.status, 421, path);
+      await res.arrayBuffer();
+    }
+    assert.equal(a.requests.filter((r) => r.path !== "/warm").length, 0);
+  } finally {
+    await worker.dispose();
+    await a.stop();
   }
 });

@@ -265,7 +265,19 @@ const SKIPPED = new Set([
   "trailer",
   "upgrade",
   "close",
+  "cf-connecting-ip",
+  "cf-connecting-ipv6",
+  "true-client-ip",
+  "x-forwarded-for",
+  "x-real-ip",
+  "cf-ipcountry",
+  "cf-ray",
+  "cf-visitor",
+  "cf-access-jwt-assertion",
 ]);
+// An RFC 9110 token (hop_by_hop::is_field_name): anything else names no
+// header, and Headers.delete would throw on it.
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 
 // Removes what belongs to the client's connection to the Worker, not to
 // the request (RFC 9110 section 7.6.1), as failover_core::edge::hop_by_hop
@@ -289,6 +301,37 @@ export function dropHopByHop(headers) {
 function dropNamed(headers, connection) {
   for (const part of connection.split(",")) {
     const name = part.trim();
-    if (name !== "" && !SKIPPED.has(name)) headers.delete(name);
+    if (FIELD_NAME.test(name) && !SKIPPED.has(name)) headers.delete(name);
+  }
+}
+
+// Whether a failed attempt's 530 is Cloudflare saying the Tunnel has no
+// connector (error 1033, its plain or HTML error page, or the JSON body it
+// sends when asked): evidence against the origin's whole node
+// (src/proxy.rs). An app's own 530, passed through a tunnel that works,
+// is not. Reads at most 4 KiB of a clone's body; resolves to a boolean,
+// never rejects.
+export async function no_connector_js(res) {
+  if (res == null || res.status !== 530 || res.body === null) return false;
+  try {
+    const reader = res.clone().body.getReader();
+    const chunks = [];
+    let size = 0;
+    while (size < 4096) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+    reader.cancel().catch(() => {});
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (const c of chunks) {
+      bytes.set(c, at);
+      at += c.byteLength;
+    }
+    return /\b(?:error code:? *|"error_code": *)1033\b|Error 1033/.test(new TextDecoder().decode(bytes));
+  } catch {
+    return false;
   }
 }

@@ -135,13 +135,16 @@ function fastFetch(request, env, ctx) {
     if (authorization !== null && carriesToken(authorization, instance.tokens)) return call(wasm.fetch, request, env, ctx);
   }
   const bytes = request.body === null ? 0 : bufferedLength(method, headers.get("content-length"), instance.replayMax);
+  // The request's site by its host when sites name their hosts (sites.mjs):
+  // a host no site claims is the full path's (421).
+  const site = instance.hosts === undefined ? 0 : siteOf(url, instance.hosts);
   const target =
-    bytes === undefined
+    bytes === undefined || site < 0
       ? undefined
       : instance.steer !== undefined
         ? steeredTarget(headers, url, method, instance.steer, now)
-        : instance.hosts !== undefined
-          ? siteTarget(headers, url, method, now)
+        : lease.origins !== undefined
+          ? siteTarget(headers, url, method, site, now)
           : plainTarget(headers, url, method, now);
   let sent;
   if (target === undefined) sent = call(wasm.fetch, request, env, ctx);
@@ -166,13 +169,11 @@ function plainTarget(clientHeaders, url, method, now) {
   return { url: lease.base + path, method, secure: false, headers, origin, name: lease.name, failedOver: lease.failover, plan: undefined, random: NaN };
 }
 
-// The fast path with several sites (SITES): the request's site by its
-// host (sites.mjs, Rust's twin), then that site's part of the lease, as
-// plainTarget under one site. A site that steers each request, one with no
-// origin to send to, and a host no site claims are the full path's.
-function siteTarget(clientHeaders, url, method, now) {
-  const site = siteOf(url, instance.hosts);
-  if (site < 0) return undefined;
+// The fast path with several sites (SITES): the request's site (found by
+// its host, sites.mjs), then that site's part of the lease, as plainTarget
+// under one site. A site that steers each request and one with no origin
+// to send to are the full path's.
+function siteTarget(clientHeaders, url, method, site, now) {
   const origin = lease.origins[site];
   if (origin < 0) {
     // None for now (every origin down, a ramp): ask Rust again next time.

@@ -49,12 +49,33 @@ pub const KEPT: &[&str] = &[
     "x-forwarded-proto",
     "cf-access-client-id",
     "cf-access-client-secret",
+    // What Cloudflare's edge says of the client, which an origin's rate
+    // limits, ACLs and logs rely on: no client may strip them.
+    "cf-connecting-ip",
+    "cf-connecting-ipv6",
+    "true-client-ip",
+    "x-forwarded-for",
+    "x-real-ip",
+    "cf-ipcountry",
+    "cf-ray",
+    "cf-visitor",
+    "cf-access-jwt-assertion",
 ];
+
+/// Whether `name` is a field name at all (an RFC 9110 token): a
+/// `Connection` that names anything else names no header, and a runtime
+/// refuses to delete it.
+pub fn is_field_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
 
 /// The headers the Worker removes from an attempt, lower case, in order:
 /// [`ALWAYS`], then every name the client's `Connection` lists (split on
-/// commas, trimmed, lower case; empty, kept, the runtime's own names and
-/// `close` skipped, none twice).
+/// commas, trimmed, lower case; empty, kept, the runtime's own names,
+/// `close` and what is no field name skipped, none twice).
 pub fn to_drop(connection: Option<&str>) -> Vec<String> {
     let mut out = vec![ALWAYS.to_string()];
     for name in connection.unwrap_or("").split(',') {
@@ -62,7 +83,7 @@ pub fn to_drop(connection: Option<&str>) -> Vec<String> {
         let skipped = [KEPT, BY_THE_RUNTIME, OPTIONS]
             .iter()
             .any(|list| list.contains(&name.as_str()));
-        if !name.is_empty() && !skipped && !out.contains(&name) {
+        if is_field_name(&name) && !skipped && !out.contains(&name) {
             out.push(name);
         }
     }

@@ -195,7 +195,10 @@ fn parse_node(at: &str, node: Option<&str>) -> Result<Option<String>, ConfigErro
 /// A name as origins, nodes and sites take them: 1-64 characters of
 /// letters, digits, '-', '_' or '.'.
 pub(super) fn is_name(name: &str) -> bool {
+    // "." and ".." would be resolved away in the admin API's paths.
     !name.is_empty()
+        && name != "."
+        && name != ".."
         && name.len() <= 64
         && name
             .bytes()
