@@ -254,6 +254,25 @@ export async function startFrontWorker(origins) {
   }, { durableObjects: { HEALTH_CHECKER: "HealthChecker" } });
 }
 
+// The Worker in front of the same two tunnels with SITES: `sites` names,
+// each a site with an origin on each node (`node` = the tunnel's name), its
+// host `<name>.example`.
+export async function startSitesWorker(sites, tunnels) {
+  const SITES = sites.map((site) => ({
+    name: site,
+    hosts: [`${site}.example`],
+    origins: tunnels.map(({ name, url }) => ({ name: `${site}-${name}`, url, health_path: "/health", node: name })),
+  }));
+  return startWorker({
+    SITES: JSON.stringify(SITES),
+    ATTEMPT_TIMEOUT_MS: "3000",
+    HEALTH_INTERVAL_MS: "500",
+    HEALTH_RISE: "2",
+    COLO_HEALTH: "off",
+    STATUS_TOKEN,
+  });
+}
+
 // Whether the Worker calls every origin up, in its own map and (when it
 // has heard from it) in the global checker's: the steady state a scenario
 // starts from. The checker probes from the Worker's first request on, so
@@ -310,16 +329,19 @@ export async function download(url, seconds) {
 // A steady load through the Worker: `concurrency` loops, each alternating a
 // GET and a POST that carries a unique x-request-id. Every answer is
 // recorded with the node that served it (the app names itself in the body).
-export function startLoad(url, { concurrency = 4, pauseMs = 10 } = {}) {
+// `fetchFn`: how a request is sent (a Miniflare `dispatchFetch`, to reach
+// the Worker under a site's hostname); global fetch by default. `name`
+// keeps the request ids of several loads at once apart.
+export function startLoad(url, { concurrency = 4, pauseMs = 10, fetchFn = fetch, name = "" } = {}) {
   const records = [];
   let running = true;
   let n = 0;
   const one = async (method) => {
-    const id = `req-${process.pid}-${++n}`;
+    const id = `req-${process.pid}-${name}${++n}`;
     const started = Date.now();
     const record = { t: started, method, id, status: null, node: null, error: null, failover: false };
     try {
-      const r = await fetch(url + (method === "GET" ? `/item/${n}` : "/orders"), {
+      const r = await fetchFn(url + (method === "GET" ? `/item/${n}` : "/orders"), {
         method,
         headers: method === "POST" ? { "x-request-id": id, "content-type": "application/json" } : {},
         body: method === "POST" ? JSON.stringify({ order: n }) : undefined,
