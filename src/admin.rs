@@ -119,15 +119,12 @@ async fn set(
         return no_checker();
     }
     if let Err(bad) = origin_index(&isolate.config, name) {
-        return json(400, &error_json(bad.field, &bad.problem).to_string());
+        return bad_input(bad.field, &bad.problem);
     }
-    let Some(body) = read_body(req).await else {
-        let problem = format!("is over {MAX_BODY_BYTES} bytes, or could not be read");
-        return json(400, &error_json("body", &problem).to_string());
+    let body = match change_body(req).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
-    if let Err(bad) = parse_change(&body) {
-        return json(400, &error_json(bad.field, &bad.problem).to_string());
-    }
     let path = format!("{OVERRIDES_PATH}/{name}");
     let Ok(answer) =
         checker_call::call(env, &path, "POST", Some(&body), Some(SNAPSHOT_HEADER)).await
@@ -135,13 +132,33 @@ async fn set(
         return unreachable_checker();
     };
     if let Some(snapshot) = answer.header.filter(|_| answer.status == 200) {
-        // This isolate routes by it now; the location's copy follows in the
-        // background.
-        location::adopt(isolate, &snapshot);
-        let isolate = Rc::clone(isolate);
-        ctx.wait_until(async move { location::share(&isolate, &snapshot).await });
+        adopt(isolate, ctx, snapshot);
     }
     json(answer.status, &answer.text)
+}
+
+/// A change's body, read and checked; the 400 that says why not.
+async fn change_body(req: &web_sys::Request) -> Result<String, web_sys::Response> {
+    let Some(body) = read_body(req).await else {
+        let problem = format!("is over {MAX_BODY_BYTES} bytes, or could not be read");
+        return Err(bad_input("body", &problem));
+    };
+    match parse_change(&body) {
+        Ok(_) => Ok(body),
+        Err(bad) => Err(bad_input(bad.field, &bad.problem)),
+    }
+}
+
+/// The checker's new snapshot: this isolate routes by it now; the
+/// location's copy follows in the background.
+fn adopt(isolate: &Rc<Isolate>, ctx: &Context, snapshot: String) {
+    location::adopt(isolate, &snapshot);
+    let isolate = Rc::clone(isolate);
+    ctx.wait_until(async move { location::share(&isolate, &snapshot).await });
+}
+
+fn bad_input(field: &str, problem: &str) -> web_sys::Response {
+    json(400, &error_json(field, problem).to_string())
 }
 
 /// The same change for every origin on `node`, one checker call each, in
@@ -159,15 +176,12 @@ async fn set_node(
     }
     let names: Vec<String> = match node_origins(&isolate.config, node) {
         Ok(names) => names.into_iter().map(str::to_string).collect(),
-        Err(bad) => return json(400, &error_json(bad.field, &bad.problem).to_string()),
+        Err(bad) => return bad_input(bad.field, &bad.problem),
     };
-    let Some(body) = read_body(req).await else {
-        let problem = format!("is over {MAX_BODY_BYTES} bytes, or could not be read");
-        return json(400, &error_json("body", &problem).to_string());
+    let body = match change_body(req).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
-    if let Err(bad) = parse_change(&body) {
-        return json(400, &error_json(bad.field, &bad.problem).to_string());
-    }
     let mut answers: Vec<(String, u16, String)> = Vec::with_capacity(names.len());
     let mut snapshot = None;
     for name in names {
@@ -188,11 +202,7 @@ async fn set_node(
         }
     }
     if let Some(snapshot) = snapshot {
-        // As for one origin: this isolate routes by the newest snapshot
-        // now; the location's copy follows in the background.
-        location::adopt(isolate, &snapshot);
-        let isolate = Rc::clone(isolate);
-        ctx.wait_until(async move { location::share(&isolate, &snapshot).await });
+        adopt(isolate, ctx, snapshot);
     }
     let (status, text) = node_answer(node, &answers);
     json(status, &text)
