@@ -10,7 +10,7 @@ import { configure, grant, instance, lease, RETRY_WORK, revoke_lease, takeWork, 
 import { attemptEnded, attemptStarted } from "../src/js/silence.mjs";
 import { REFUSED, TIMED_OUT, isAccessLogin, isAnswer } from "../src/js/rules.mjs";
 import { bufferedLength } from "../src/js/body.mjs";
-import { forward_headers } from "../src/js/attempt.mjs";
+import { forward_headers, no_connector_js } from "../src/js/attempt.mjs";
 import { carriesToken, tokenBytes } from "../src/js/credentials.mjs";
 import { siteOf } from "../src/js/sites.mjs";
 import { FAST_PATH, corpusPaths, randomPath, seeded, servedPath } from "./support/hostile.mjs";
@@ -225,4 +225,28 @@ test("several sites: the fast path finds a request's site as Rust does (HostTabl
   for (const row of cases) assert.equal(siteOf(row.url, hosts), row.site, row.url);
   const none = { names: new Map([["a.example", 0]]), wildcards: new Map(), any: -1 };
   assert.equal(siteOf("https://b.example/", none), -1, "no site: the full path answers 421");
+});
+
+test("a 530 is evidence against its node only with the edge's error 1033 (attempt.mjs no_connector_js)", async () => {
+  const answer = (status, body, headers = {}) => new Response(body, { status, headers });
+  const yes = [
+    answer(530, "error code: 1033"),
+    answer(530, '{"error_code": 1033, "retryable": true}', { "content-type": "application/json" }),
+    answer(530, "<html><title>Argo Tunnel error | Error 1033</title></html>", { "content-type": "text/html" }),
+  ];
+  const no = [
+    answer(530, ""),
+    answer(530, "error code: 1016"),
+    answer(530, "error code: 10330"),
+    answer(502, "error code: 1033"),
+    // The sign past the 4 KiB read: an app's huge 530 is not read whole.
+    answer(530, `${"x".repeat(8192)} error code: 1033`),
+    null,
+  ];
+  for (const res of yes) assert.equal(await no_connector_js(res), true, await res.clone().text());
+  for (const res of no) assert.equal(await no_connector_js(res), false, res === null ? "null" : String(res.status));
+  // The answer itself stays readable: only a clone was read.
+  const kept = answer(530, "error code: 1033");
+  await no_connector_js(kept);
+  assert.equal(await kept.text(), "error code: 1033");
 });

@@ -324,13 +324,16 @@ export async function no_connector_js(res) {
       size += value.byteLength;
     }
     reader.cancel().catch(() => {});
-    const bytes = new Uint8Array(size);
+    // At most 4 KiB, however large the chunks came.
+    const bytes = new Uint8Array(Math.min(size, 4096));
     let at = 0;
     for (const c of chunks) {
-      bytes.set(c, at);
-      at += c.byteLength;
+      if (at >= bytes.length) break;
+      const part = c.subarray(0, bytes.length - at);
+      bytes.set(part, at);
+      at += part.byteLength;
     }
-    return /\b(?:error code:? *|"error_code": *)1033\b|Error 1033/.test(new TextDecoder().decode(bytes));
+    return /(?:\berror code:? *|"error_code": *)1033\b|\bError 1033\b/.test(new TextDecoder().decode(bytes));
   } catch {
     return false;
   }

@@ -91,8 +91,9 @@ impl GuessBrake {
         };
     }
 
-    /// How many clients are remembered.
-    pub fn clients(&self) -> usize {
+    /// How many clients are remembered (tests: the bound).
+    #[cfg(test)]
+    fn clients(&self) -> usize {
         self.windows.len()
     }
 
