@@ -211,7 +211,7 @@ test("the Worker's own tokens in Authorization: the fast path decides as Rust do
     assert.equal(carriesToken(row.header, bytes), expected, JSON.stringify(row));
   }
   // Whitespace Rust trims and a Latin-1 trim would not: the full path's.
-  for (const ws of ["\u3000", "\u2028", "\u1680", "\u205f"]) {
+  for (const ws of ["\u0085", "\u3000", "\u2028", "\u1680", "\u205f"]) {
     assert.equal(carriesToken(`Bearer ${tokens[0]}${ws}`, bytes), true, JSON.stringify(ws));
   }
   // No token configured, or an empty one: nothing carries it.

@@ -24,9 +24,9 @@ export function tokenBytes(tokens) {
   return tokens.map((t) => encoder.encode(t));
 }
 
-// Any character outside ASCII: Rust's trim knows whitespace this twin
-// does not (U+3000, U+2028, ...), so the header may carry a token this
-// twin would miss. The full path decides (no real client puts non-ASCII in
+// Any character outside ASCII: Rust's and JS's trims disagree there
+// (U+0085 is whitespace to Rust only, U+FEFF to JS only), so the header
+// may carry a token this twin would miss. The full path decides (no real client puts non-ASCII in
 // Authorization; the cost is that request's alone).
 const NON_ASCII = /[^\x00-\x7f]/;
 
