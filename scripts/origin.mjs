@@ -160,7 +160,7 @@ export function parseArgs(argv, env) {
     return { url: new URL(`${url.pathname.replace(/\/$/, "")}/origins`, url), token };
   }
   const [, name, mode] = positional;
-  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Usage(`${JSON.stringify(name)} is not ${node ? "a node" : "an origin"} name (letters, digits, - _ .)`);
+  if (!/^[A-Za-z0-9._-]+$/.test(name) || name === "." || name === "..") throw new Usage(`${JSON.stringify(name)} is not ${node ? "a node" : "an origin"} name (letters, digits, - _ .)`);
   if (!MODES.includes(mode)) throw new Usage(`unknown MODE ${JSON.stringify(mode)}; expected one of ${MODES.join(", ")}`);
   if (drainText !== undefined && mode !== "drain") throw new Usage("--drain goes with MODE drain");
   if (forText !== undefined && mode === "auto") throw new Usage("--for does not go with MODE auto: auto is what an override returns to");

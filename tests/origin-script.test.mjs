@@ -51,6 +51,8 @@ test("arguments: what is sent, and what is refused before anything is sent", () 
   assert.deepEqual(node.body, { mode: "drain" });
   assert.throws(() => parseArgs(["https://x.example", "--node"], env), /--node go with NAME MODE/);
   assert.throws(() => parseArgs(["https://x.example", "a/b", "drain", "--node"], env), /is not a node name/);
+  assert.throws(() => parseArgs(["https://x.example", "..", "drain", "--node"], env), /is not a node name/);
+  assert.throws(() => parseArgs(["https://x.example", ".", "drain"], env), /is not an origin name/);
   assert.equal(
     render({ node: "home", in_effect: false, origins: { "www-home": { mode: "disable", set_at: "t", in_effect: true, drain_s: 0 } } }, "ignored"),
     "www-home: disable since t, until changed, in effect",

@@ -630,7 +630,11 @@ impl Config {
 /// A node or origin name: what a person reads in a message and the
 /// Worker's `ORIGINS` accepts (letters, digits, `-`, `_`, `.`; 1 to 64).
 pub(crate) fn check_name(name: &str) -> Result<String, String> {
+    // "." and ".." would be resolved away in the admin API's paths
+    // (`origins/{name}`, `nodes/{node}`), as the Worker refuses them.
     let good = !name.is_empty()
+        && name != "."
+        && name != ".."
         && name.len() <= 64
         && name
             .chars()
@@ -1051,6 +1055,16 @@ ready_url = "http://127.0.0.1:20241/ready"
             (
                 worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\nnode = \"my node\""),
                 "worker.node",
+                "not a name",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\nnode = \"..\""),
+                "worker.node",
+                "not a name",
+            ),
+            (
+                worker("url = \"https://w.example\"\nadmin_token_file = \"/t\"\norigin = \".\""),
+                "worker.origin",
                 "not a name",
             ),
             (
